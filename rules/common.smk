@@ -1,0 +1,43 @@
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+sys.path.insert(0, workflow.basedir)
+
+from workflow.dag import Plan, base_sentinel, run_result, task_sentinel
+
+
+configfile: "config.yaml"
+
+
+validate(config, "../workflow/schemas/config.schema.yaml")
+
+PLAN = Plan.from_config(config, Path(workflow.basedir))
+TASKS = PLAN.table()
+
+
+wildcard_constraints:
+    task="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    agent="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    attempt="[0-9]+",
+    repo_key="[a-z0-9][a-z0-9._-]*",
+    tag="[A-Za-z0-9][A-Za-z0-9._-]*",
+
+
+def base_image_inputs(wildcards):
+    return PLAN.base_inputs(wildcards.repo_key, wildcards.tag)
+
+
+def task_image_inputs(wildcards):
+    return PLAN.task_image_inputs(wildcards.task)
+
+
+def run_inputs(wildcards):
+    return PLAN.run_inputs(wildcards.task)
+
+
+def all_results(wildcards):
+    return PLAN.results()

@@ -1,0 +1,29 @@
+rule base_image:
+    input:
+        base_image_inputs,
+    output:
+        base_sentinel("{repo_key}", "{tag}"),
+    log:
+        "results/logs/images/base/{repo_key}/{tag}.log",
+    params:
+        manifest=config["bases_manifest"],
+        timeout=config.get("base_build_timeout_sec", 3600),
+    resources:
+        docker=1,
+    script:
+        "../workflow/scripts/build_base_image.py"
+
+
+rule task_image:
+    input:
+        task_image_inputs,
+    output:
+        task_sentinel("{task}"),
+    log:
+        "results/logs/images/task/{task}.log",
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+    resources:
+        docker=1,
+    script:
+        "../workflow/scripts/build_task_image.py"

@@ -1,0 +1,16 @@
+rule run:
+    input:
+        run_inputs,
+    output:
+        run_result("{agent}", "{task}", "{attempt}"),
+    log:
+        "results/logs/runs/{agent}/{task}/attempt-{attempt}.log",
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+        agent=lambda wildcards: PLAN.agent_config(wildcards.agent),
+        retries=config.get("retries", 1),
+    retries: config.get("retries", 1)
+    resources:
+        docker=1,
+    script:
+        "../workflow/scripts/run_task.py"

@@ -1,0 +1,134 @@
+"""What the Snakemake DAG is made of: the task table, base images, runs, and the paths between them.
+
+`rules/common.smk` builds a `Plan` once from the validated config; input functions ask it for paths.
+Keeping this in Python keeps the rules thin and makes the DAG's shape testable without Snakemake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workflow.agents import Agent
+from workflow.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
+from workflow.tasks import Task, TaskError, discover, load_task
+
+RESULTS = Path("results")
+
+
+def base_sentinel(repo_key: str, tag: str) -> str:
+    return str(RESULTS / "images" / "base" / repo_key / f"{tag}.json")
+
+
+def task_sentinel(task_id: str) -> str:
+    return str(RESULTS / "images" / "task" / f"{task_id}.json")
+
+
+def run_result(agent: str, task_id: str, attempt: int) -> str:
+    return str(RESULTS / "runs" / agent / task_id / f"attempt-{attempt}" / "result.json")
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(str(p) for p in directory.rglob("*") if p.is_file())
+
+
+@dataclass
+class Plan:
+    root: Path
+    tasks: dict[str, Task]
+    bases: dict[str, BaseRecipe]
+    agents: dict[str, Agent]
+    attempts: int
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
+        tasks_dir = root / config["tasks_dir"]
+        if not tasks_dir.is_dir():
+            raise ValueError(f"config tasks_dir: {tasks_dir} is not a directory")
+        tasks = {p.name: load_task(p, require_materialized=False) for p in discover(tasks_dir)}
+        selected = _select(tasks, config.get("tasks", "all"), config.get("exclude", []))
+        recipes = parse_manifest(root / config["bases_manifest"])
+        bases = {r.image: r for r in order_recipes(recipes, root)}
+        for task in selected.values():
+            if task.base_image not in bases:
+                raise TaskError(
+                    task.path / "task.toml",
+                    "metadata.kotlin_bench.base_image",
+                    f"{task.base_image} is not listed in {config['bases_manifest']}",
+                )
+        agents = [Agent.from_config(a) for a in config["agents"]]
+        names = [a.name for a in agents]
+        if len(set(names)) != len(names):
+            raise ValueError(f"config agents: names must be unique, got {names}")
+        return cls(root, selected, bases, {a.name: a for a in agents}, int(config["attempts"]))
+
+    def table(self) -> pd.DataFrame:
+        """One row per selected task (the workflow's task table)."""
+        rows = [
+            {
+                "task": t.id,
+                "repository": f"{t.source.owner}/{t.source.name}",
+                "base_image": t.base_image,
+                "image": t.image,
+                "materialized": t.has_expected_tests,
+            }
+            for t in self.tasks.values()
+        ]
+        return pd.DataFrame(rows, columns=["task", "repository", "base_image", "image", "materialized"])
+
+    def task_dir(self, task_id: str) -> str:
+        """The task's directory relative to the workflow root (a stable rule parameter)."""
+        return str(self.tasks[task_id].path.relative_to(self.root))
+
+    def agent_config(self, name: str) -> dict[str, Any]:
+        return asdict(self.agents[name])
+
+    def base(self, repo_key: str, tag: str) -> BaseRecipe:
+        image = f"kotlin-bench/{repo_key}:{tag}"
+        if image not in self.bases:
+            raise ValueError(f"{image} is not in the base manifest")
+        return self.bases[image]
+
+    def base_inputs(self, repo_key: str, tag: str) -> list[str]:
+        """A base image depends on its recipe's files and on the manifest image it is built FROM."""
+        entry = self.base(repo_key, tag)
+        inputs = [str(p.relative_to(self.root)) for p in recipe_inputs(entry, self.root)]
+        parent = recipe_parent(entry, self.root, set(self.bases))
+        if parent:
+            parent_entry = self.bases[parent]
+            inputs.append(base_sentinel(parent_entry.repo_key, parent_entry.tag))
+        return inputs
+
+    def task_image_inputs(self, task_id: str) -> list[str]:
+        task = self.tasks[task_id]
+        base = self.bases[task.base_image]
+        environment = [str(Path(p).relative_to(self.root)) for p in _files(task.path / "environment")]
+        return [base_sentinel(base.repo_key, base.tag), *environment]
+
+    def run_inputs(self, task_id: str) -> list[str]:
+        """A run depends on the task image and on the files it copies in (task.toml, solution/, tests/)."""
+        task = self.tasks[task_id]
+        rel = task.path.relative_to(self.root)
+        files = [str(rel / "task.toml")]
+        for sub in ("solution", "tests"):
+            files += [str(Path(p).relative_to(self.root)) for p in _files(task.path / sub)]
+        return [task_sentinel(task_id), *files]
+
+    def results(self) -> list[str]:
+        return [
+            run_result(agent, task_id, attempt)
+            for agent in self.agents
+            for task_id in self.tasks
+            for attempt in range(1, self.attempts + 1)
+        ]
+
+
+def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
+    ids = list(tasks) if wanted == "all" else list(wanted)
+    unknown = sorted(set(ids) - set(tasks) | set(exclude) - set(tasks))
+    if unknown:
+        raise ValueError(f"config tasks/exclude: unknown task ids {unknown}")
+    return {i: tasks[i] for i in ids if i not in exclude}

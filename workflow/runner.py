@@ -1,0 +1,202 @@
+"""One run: (task, agent, attempt) in a fresh container from the task image, scored by the verifier.
+
+Phases: start the container; the agent phase under `[agent].timeout_sec` and network mode; the agent's
+diff is captured; `tests/` is copied to `/tests` and `/tests/test.sh` runs under `[verifier].timeout_sec`;
+`/logs/verifier` is copied out and the reward read from `reward.txt`. The container is removed whatever
+happens. The run directory ends with `result.json`, written last and atomically.
+
+An unresolved task is a result. A failure of the harness or the engine raises `RunError`; the caller
+decides whether to retry or record it as an `error` result (see `record_error`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workflow import HARNESS_VERSION, containers
+from workflow.agents import Agent, run_agent
+from workflow.images import docker_client, image_id
+from workflow.tasks import Task
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+VERIFIER_DIR = "/logs/verifier"
+DIFF_SCRIPT = (
+    'idx=$(mktemp) && cp .git/index "$idx" && GIT_INDEX_FILE="$idx" git add -A >/dev/null 2>&1 && '
+    'GIT_INDEX_FILE="$idx" git diff --cached --binary HEAD; rc=$?; rm -f "$idx"; exit $rc'
+)
+
+
+class RunError(RuntimeError):
+    """The harness or the engine failed; the run has no valid result."""
+
+
+@dataclass
+class Result:
+    task: str
+    repository: str
+    agent: str
+    kind: str
+    model: str | None
+    attempt: int
+    reward: float | None = None
+    status: str = "error"
+    reason: str | None = None
+    error: str | None = None
+    image: str | None = None
+    image_id: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    harness_version: str = HARNESS_VERSION
+    verifier: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+
+def run_key(task: Task, agent: Agent, attempt: int) -> str:
+    return f"{agent.name}.{task.id}.{attempt}"
+
+
+def _set_network(container: Container, mode: str) -> None:
+    """Apply a phase's network mode to the running container (public: default bridge only)."""
+    client = container.client
+    container.reload()
+    attached = set(container.attrs["NetworkSettings"]["Networks"])
+    if mode == "public":
+        if "bridge" not in attached:
+            client.networks.get("bridge").connect(container)
+        return
+    # no-network; `allowlist` is enforced as no-network until the egress proxy exists.
+    for name in attached:
+        client.networks.get(name).disconnect(container)
+
+
+def _capture_diff(container: Container, task: Task, out: Path) -> None:
+    code, diff = containers.output(container, DIFF_SCRIPT, workdir=task.repo_dir)
+    if code != 0:
+        raise RunError(f"capturing the agent's diff in {task.repo_dir} failed (exit {code})")
+    out.write_bytes(diff)
+
+
+def _read_reward(run_dir: Path) -> float:
+    reward_file = run_dir / "verifier" / "reward.txt"
+    try:
+        text = reward_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunError(f"the verifier left no readable reward.txt: {exc}") from None
+    if text not in ("0", "1"):
+        raise RunError(f"reward.txt holds {text[:40]!r}; expected 0 or 1")
+    return float(text)
+
+
+def _read_report(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / "verifier" / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _clear(run_dir: Path) -> None:
+    """Remove what an earlier attempt at this run left, so nothing stale is taken as this run's output."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+
+
+def _verify(container: Container, task: Task, run_dir: Path, result: Result) -> None:
+    _set_network(container, task.verifier.network_mode)
+    containers.copy_dir_in(container, task.path / "tests", "/tests")
+    verifier = containers.run(
+        container,
+        "bash /tests/test.sh",
+        task.verifier.timeout_sec,
+        run_dir / "verifier.log",
+        workdir=task.repo_dir,
+    )
+    result.timings["verifier_sec"] = round(verifier.seconds, 2)
+    if not containers.copy_dir_out(container, VERIFIER_DIR, run_dir):
+        raise RunError(f"the verifier left no {VERIFIER_DIR} (see verifier.log)")
+    if verifier.timed_out:
+        result.reward, result.status, result.reason = 0.0, "unresolved", "verifier_timeout"
+        return
+    result.reward = _read_reward(run_dir)
+    result.verifier = _read_report(run_dir)
+    result.status = "resolved" if result.reward == 1.0 else "unresolved"
+    if result.status == "unresolved":
+        reasons = result.verifier.get("reasons") or ["unresolved"]
+        result.reason = str(reasons[0]).split(":", 1)[0]
+
+
+def run(
+    task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_id: str | None = None
+) -> Result:
+    """Evaluate one (task, agent, attempt); returns the result that has been written to result.json."""
+    if not task.has_expected_tests:
+        raise RunError(f"task {task.id} has no tests/expected_tests.json; it cannot be scored")
+    client = docker_client()
+    found = image_id(client, task.image)
+    if found is None:
+        raise RunError(f"task image {task.image} is not present; delete its sentinel to rebuild it")
+    if expected_image_id and found != expected_image_id:
+        raise RunError(f"task image {task.image} is {found[:19]}, not the built {expected_image_id[:19]}")
+    _clear(run_dir)
+    result = Result(
+        task.id,
+        _repository(task),
+        agent.name,
+        agent.kind,
+        agent.model,
+        attempt,
+        image=task.image,
+        image_id=found,
+    )
+    key = run_key(task, agent, attempt)
+    containers.reap(client, key)
+    started = time.monotonic()
+    container = containers.start(
+        client,
+        task.image,
+        key,
+        {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name},
+        task.environment.cpus,
+        task.environment.memory_mb,
+    )
+    try:
+        _set_network(container, task.agent.network_mode)
+        phase = run_agent(agent, task, container, run_dir / "agent.log")
+        result.timings["agent_sec"] = round(phase.seconds, 2)
+        _capture_diff(container, task, run_dir / "agent.diff")
+        _verify(container, task, run_dir, result)
+        if phase.timed_out:
+            result.reason = "agent_timeout" if result.status != "resolved" else result.reason
+            result.verifier["agent_timed_out"] = True
+    finally:
+        containers.remove(container)
+    result.timings["total_sec"] = round(time.monotonic() - started, 2)
+    result.write(run_dir / "result.json")
+    return result
+
+
+def _repository(task: Task) -> str:
+    return f"{task.source.owner}/{task.source.name}"
+
+
+def record_error(task: Task, agent: Agent, attempt: int, run_dir: Path, error: BaseException) -> Result:
+    """Record a run that failed for good as an `error` result, so it is visible and can be rerun."""
+    result = Result(task.id, _repository(task), agent.name, agent.kind, agent.model, attempt, status="error")
+    result.image = task.image
+    result.reason = type(error).__name__
+    result.error = str(error)[:2000]
+    result.write(run_dir / "result.json")
+    return result

@@ -1,0 +1,34 @@
+"""Snakemake script of rule run: evaluate one (task, agent, attempt) and write result.json.
+
+An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded as
+an `error` result instead, so that the summary shows it and `rerun-errors` can find it.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
+
+from workflow import runner
+from workflow.agents import Agent
+from workflow.images import read_sentinel
+from workflow.smk import logged
+from workflow.tasks import load_task
+
+sm = snakemake  # noqa: F821
+with logged(sm.log[0]):
+    task = load_task(Path(sm.params.task_dir))
+    agent = Agent(**sm.params.agent)
+    attempt = int(sm.wildcards.attempt)
+    run_dir = Path(sm.output[0]).parent
+    try:
+        image = read_sentinel(Path(sm.input[0]))["id"]
+        result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
+    except Exception as exc:
+        print(f"try {sm.attempt} of {sm.params.retries + 1} failed: {exc}")
+        if sm.attempt <= sm.params.retries:
+            raise
+        result = runner.record_error(task, agent, attempt, run_dir, exc)
+    print(
+        f"{task.id} {agent.name} attempt {attempt}: {result.status} reward={result.reward} {result.reason or ''}"
+    )

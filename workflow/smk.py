@@ -1,0 +1,25 @@
+"""Helpers for the scripts that Snakemake rules call (`workflow/scripts/*.py`)."""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def logged(log_path: str | Path) -> Iterator[None]:
+    """Send the script's stdout and stderr to the rule's log; an exception is logged, then re-raised."""
+    path = Path(log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        path.open("a", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        try:
+            yield
+        except BaseException:
+            traceback.print_exc(file=log)
+            raise
