@@ -1,0 +1,101 @@
+"""Shared fixtures: a minimal valid task directory, and the real Docker engine when present."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
+
+TASK_TOML = """\
+version = "1.0"
+
+[metadata]
+author_name = "kotlin-bench"
+
+[metadata.source]
+repository_owner = "acme"
+repository_name = "widgets"
+repository_url = "https://example.invalid/acme/widgets"
+license = "MIT"
+code_change_type = "pull_request"
+code_change_id = 7
+code_change_url = "https://example.invalid/acme/widgets/pull/7"
+issue_url = "https://example.invalid/acme/widgets/issues/6"
+
+[metadata.kotlin_bench]
+base_commit = "0123456789abcdef0123456789abcdef01234567"
+base_image = "kotlin-bench/acme_widgets:base"
+repo_dir = "/home/widgets"
+test_command = "ktest ."
+
+[verifier]
+timeout_sec = 60.0
+network_mode = "public"
+
+[agent]
+timeout_sec = 60.0
+network_mode = "allowlist"
+allowed_hosts = ["repo1.maven.org"]
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 1
+memory_mb = 512
+network_mode = "public"
+"""
+
+EXPECTED = {
+    "f2p_tests": ["a.B.c()"],
+    "p2p_tests": [],
+    "s2p_tests": [],
+    "n2p_tests": [],
+    "test_patch_result": {"passed_tests": [], "failed_tests": ["a.B.c()"], "skipped_tests": []},
+    "run_result": {"passed_tests": [], "failed_tests": [], "skipped_tests": []},
+}
+
+
+@pytest.fixture
+def make_task(tmp_path: Path) -> Callable[..., Path]:
+    """Write a minimal valid task directory; `toml` replaces task.toml, `skip` omits files."""
+
+    def make(name: str = "acme_widgets-7", toml: str = TASK_TOML, skip: tuple[str, ...] = ()) -> Path:
+        root = tmp_path / "tasks" / name
+        files = {
+            "task.toml": toml,
+            "instruction.md": "# Implement the issue(s) in acme/widgets:\n",
+            "environment/Dockerfile": "FROM kotlin-bench/acme_widgets:base\n",
+            "solution/solve.sh": "#!/bin/bash\n",
+            "tests/test.sh": "#!/bin/bash\n",
+            "tests/expected_tests.json": json.dumps(EXPECTED),
+        }
+        for rel, text in files.items():
+            if rel in skip:
+                continue
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        return root
+
+    return make
+
+
+def docker_available() -> bool:
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """Integration tests use the real engine; CI starts it (scripts/setup_docker.sh), so absence fails."""
+    if not docker_available():
+        if os.environ.get("CI"):
+            pytest.fail("no Docker engine: CI must start one (scripts/setup_docker.sh)")
+        pytest.skip("no Docker engine (run scripts/setup_docker.sh)")
