@@ -1,0 +1,117 @@
+"""The whole DAG on the example dataset, with real Docker, real kotlinc and real JUnit.
+
+A copy of the repository (tracked and new files, no results) is the workflow's working directory, so the
+test never touches the developer's own `results/`. Images are shared with the host's engine and reused.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+
+
+def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
+    """Rule name -> job count of a dry run ({} when there is nothing to do)."""
+    out = snakemake(workdir, "--dry-run", *args, "results/summary.csv")
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout + out.stderr
+    if "Nothing to be done" in text:
+        return {}
+    block = text.split("Job stats:", 1)[1]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.MULTILINE) if m[1] != "total"}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    work = tmp_path_factory.mktemp("workspace")
+    for rel in filter(None, (name.decode() for name in listed)):
+        source = REPO / rel
+        if source.is_file():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, work / rel)
+    return work
+
+
+@pytest.fixture(scope="module")
+def first_run(workspace: Path) -> pd.DataFrame:
+    out = snakemake(workspace, "results/summary.csv")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    return pd.read_csv(workspace / "results/summary.csv")
+
+
+def example_tasks(workspace: Path) -> list[str]:
+    return sorted(p.parent.name for p in (workspace / "examples/tasks").glob("*/task.toml"))
+
+
+def test_oracle_resolves_and_nop_does_not(workspace: Path, first_run: pd.DataFrame) -> None:
+    tasks = example_tasks(workspace)
+    assert len(tasks) >= 4
+    assert len(first_run) == 2 * len(tasks)
+    oracle = first_run[first_run.agent == "oracle"].set_index("task")
+    nop = first_run[first_run.agent == "nop"].set_index("task")
+    assert sorted(oracle.index) == tasks == sorted(nop.index)
+    assert (oracle.reward == 1.0).all(), oracle[["reward", "status", "reason"]]
+    assert (oracle.status == "resolved").all()
+    assert (nop.reward == 0.0).all(), nop[["reward", "status", "reason"]]
+    assert (nop.status == "unresolved").all()
+    assert nop.reason.notna().all()
+
+
+def test_runs_compiled_kotlin_and_ran_junit(workspace: Path, first_run: pd.DataFrame) -> None:
+    for task in example_tasks(workspace):
+        run = workspace / "results/runs/oracle" / task / "attempt-1"
+        junit = (run / "verifier/junit.xml").read_text(encoding="utf-8")
+        assert "<testcase" in junit, task
+        assert (run / "agent.diff").read_text(encoding="utf-8").startswith("diff --git"), task
+        assert (run / "verifier/report.json").is_file()
+        nop_diff = workspace / "results/runs/nop" / task / "attempt-1/agent.diff"
+        assert nop_diff.read_bytes() == b""
+
+
+def test_second_invocation_has_nothing_to_do(workspace: Path, first_run: pd.DataFrame) -> None:
+    assert planned_jobs(workspace) == {}
+
+
+def test_deleting_one_result_reruns_only_that_run(workspace: Path, first_run: pd.DataFrame) -> None:
+    task = example_tasks(workspace)[0]
+    result = workspace / "results/runs/nop" / task / "attempt-1/result.json"
+    result.unlink()
+    assert planned_jobs(workspace) == {"run": 1, "summary": 1}
+    out = snakemake(workspace, "results/summary.csv")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert result.is_file()
+    assert planned_jobs(workspace) == {}
+
+
+def test_editing_one_dockerfile_rebuilds_that_image_and_its_runs(workspace: Path, first_run: pd.DataFrame) -> None:
+    task = example_tasks(workspace)[-1]
+    dockerfile = workspace / "examples/tasks" / task / "environment/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text(encoding="utf-8") + "# edited by the test\n", encoding="utf-8")
+    assert planned_jobs(workspace) == {"task_image": 1, "run": 2, "summary": 1}
+    out = snakemake(workspace, "results/summary.csv")
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = pd.read_csv(workspace / "results/summary.csv")
+    rerun = summary[summary.task == task].set_index("agent")
+    assert rerun.loc["oracle", "reward"] == 1.0 and rerun.loc["nop", "reward"] == 0.0
+    assert planned_jobs(workspace) == {}
