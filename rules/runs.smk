@@ -8,6 +8,7 @@ rule run:
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
         agent=lambda wildcards: PLAN.agent_config(wildcards.agent),
+        prediction=lambda wildcards: PLAN.prediction_digest(wildcards.agent, wildcards.task),
         retries=config.get("retries", 1),
     retries: config.get("retries", 1)
     resources:

@@ -1,23 +1,37 @@
 """Agents: what runs in a task container during the agent phase.
 
-An agent is configured in config.yaml as `{name, kind, model?}`; `name` labels its results. Kinds:
+An agent is configured in config.yaml as `{name, kind, model?, predictions?}`; `name` labels its results.
+Kinds:
 - `oracle`: copies the task's `solution/` to `/solution` and runs `solve.sh` (the gold patch);
-- `nop`: does nothing (the floor: every task must score 0).
+- `nop`: does nothing (the floor: every task must score 0);
+- `predictions`: applies the task's patch from a predictions file (see `workflow.predictions`); an empty
+  patch or one that does not apply is a result (reward 0, reason `empty_patch` / `patch_not_applied`),
+  and the verifier is skipped for it.
 """
 
 from __future__ import annotations
 
+import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workflow import containers
+from workflow.predictions import load_predictions
 from workflow.tasks import Task
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-KINDS = ("oracle", "nop")
+KINDS = ("oracle", "nop", "predictions")
+PATCH_DIR = "/tmp/kotlin-bench-agent"
+# git apply first; GNU patch with fuzz as the fallback SWE-bench users expect, where installed.
+APPLY_SCRIPT = (
+    "git apply --whitespace=nowarn {patch} && exit 0; "
+    "command -v patch >/dev/null && patch --batch --forward --fuzz=5 -p1 -i {patch} && exit 0; "
+    "echo 'kotlin-bench: the patch does not apply' >&2; exit 3"
+)
 
 
 @dataclass(frozen=True)
@@ -25,21 +39,63 @@ class Agent:
     name: str
     kind: str
     model: str | None = None
+    predictions: str | None = None
 
     @classmethod
     def from_config(cls, entry: dict[str, Any]) -> Agent:
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"agent {entry.get('name')!r}: unknown kind {kind!r}; expected one of {KINDS}")
-        return cls(name=entry["name"], kind=kind, model=entry.get("model"))
+        if kind == "predictions" and not entry.get("predictions"):
+            raise ValueError(f"agent {entry['name']!r}: kind predictions needs `predictions: <file.jsonl>`")
+        return cls(
+            name=entry["name"], kind=kind, model=entry.get("model"), predictions=entry.get("predictions")
+        )
 
 
-def run_agent(agent: Agent, task: Task, container: Container, log_path: Path) -> containers.ExecResult:
+@dataclass(frozen=True)
+class Outcome:
+    """What the agent phase did: its exec result, a reason when it ends the run early, the model seen."""
+
+    exec: containers.ExecResult
+    skip_verifier_reason: str | None = None
+    model: str | None = None
+
+
+NOTHING = containers.ExecResult(exit_code=0, timed_out=False, seconds=0.0)
+
+
+def run_agent(
+    agent: Agent, task: Task, container: Container, log_path: Path, env: dict[str, str] | None = None
+) -> Outcome:
     """Run the agent phase under the task's agent timeout."""
     timeout = task.agent.timeout_sec
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     if agent.kind == "oracle":
         containers.copy_dir_in(container, task.path / "solution", "/solution")
-        return containers.run(container, "bash /solution/solve.sh", timeout, log_path, workdir=task.repo_dir)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+        return Outcome(
+            containers.run(container, "bash /solution/solve.sh", timeout, log_path, task.repo_dir, env)
+        )
+    if agent.kind == "predictions":
+        return _apply_prediction(agent, task, container, log_path, timeout)
     log_path.write_text("nop: the agent phase does nothing\n", encoding="utf-8")
-    return containers.ExecResult(exit_code=0, timed_out=False, seconds=0.0)
+    return Outcome(NOTHING)
+
+
+def _apply_prediction(
+    agent: Agent, task: Task, container: Container, log_path: Path, timeout: float
+) -> Outcome:
+    assert agent.predictions is not None
+    prediction = load_predictions(Path(agent.predictions)).get(task.id)
+    model = agent.model or (prediction.model if prediction else None)
+    if prediction is None or not prediction.patch.strip():
+        log_path.write_text(f"predictions: no patch for {task.id}\n", encoding="utf-8")
+        return Outcome(NOTHING, skip_verifier_reason="empty_patch", model=model)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "prediction.patch").write_text(prediction.patch, encoding="utf-8")
+        containers.copy_dir_in(container, Path(tmp), PATCH_DIR)
+    script = APPLY_SCRIPT.format(patch=shlex.quote(f"{PATCH_DIR}/prediction.patch"))
+    wrapped = f"({script}); rc=$?; rm -rf {PATCH_DIR}; exit $rc"
+    result = containers.run(container, wrapped, timeout, log_path, task.repo_dir)
+    reason = None if result.exit_code == 0 else "patch_not_applied"
+    return Outcome(result, skip_verifier_reason=reason, model=model)

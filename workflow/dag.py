@@ -6,7 +6,7 @@ Keeping this in Python keeps the rules thin and makes the DAG's shape testable w
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import pandas as pd
 
 from workflow.agents import Agent
 from workflow.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
+from workflow.predictions import Prediction, load_predictions
 from workflow.tasks import Task, TaskError, discover, load_task
 
 RESULTS = Path("results")
@@ -42,6 +43,7 @@ class Plan:
     bases: dict[str, BaseRecipe]
     agents: dict[str, Agent]
     attempts: int
+    predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -63,7 +65,10 @@ class Plan:
         names = [a.name for a in agents]
         if len(set(names)) != len(names):
             raise ValueError(f"config agents: names must be unique, got {names}")
-        return cls(root, selected, bases, {a.name: a for a in agents}, int(config["attempts"]))
+        predictions = {
+            a.name: load_predictions(root / a.predictions, tasks) for a in agents if a.predictions is not None
+        }
+        return cls(root, selected, bases, {a.name: a for a in agents}, int(config["attempts"]), predictions)
 
     def table(self) -> pd.DataFrame:
         """One row per selected task (the workflow's task table)."""
@@ -85,6 +90,11 @@ class Plan:
 
     def agent_config(self, name: str) -> dict[str, Any]:
         return asdict(self.agents[name])
+
+    def prediction_digest(self, agent: str, task_id: str) -> str | None:
+        """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
+        found = self.predictions.get(agent, {}).get(task_id)
+        return found.digest if found else None
 
     def base(self, repo_key: str, tag: str) -> BaseRecipe:
         image = f"kotlin-bench/{repo_key}:{tag}"

@@ -11,6 +11,7 @@ decides whether to retry or record it as an `error` result (see `record_error`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -55,6 +56,9 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     harness_version: str = HARNESS_VERSION
+    agent_timed_out: bool = False
+    task_digest: str | None = None
+    verifier_digest: str | None = None
     verifier: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
@@ -62,6 +66,25 @@ class Result:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
+
+
+def _digest(root: Path, paths: list[Path]) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(paths):
+        sha.update(path.relative_to(root).as_posix().encode() + b"\0")
+        sha.update(path.read_bytes() + b"\0")
+    return sha.hexdigest()
+
+
+def task_digest(task: Task) -> str:
+    """sha256 over every file of the task directory (paths and contents)."""
+    return _digest(task.path, [p for p in task.path.rglob("*") if p.is_file()])
+
+
+def verifier_digest(task: Task) -> str:
+    """sha256 over the verifier scripts the run used (test.sh, collector, junit_compare)."""
+    tests = task.path / "tests"
+    return _digest(tests, [p for p in tests.iterdir() if p.is_file() and p.suffix in (".sh", ".py")])
 
 
 def run_key(task: Task, agent: Agent, attempt: int) -> str:
@@ -174,13 +197,18 @@ def run(
     )
     try:
         _set_network(container, task.agent.network_mode)
-        phase = run_agent(agent, task, container, run_dir / "agent.log")
-        result.timings["agent_sec"] = round(phase.seconds, 2)
+        outcome = run_agent(agent, task, container, run_dir / "agent.log")
+        result.model = outcome.model or result.model
+        result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
         _capture_diff(container, task, run_dir / "agent.diff")
-        _verify(container, task, run_dir, result)
-        if phase.timed_out:
-            result.reason = "agent_timeout" if result.status != "resolved" else result.reason
-            result.verifier["agent_timed_out"] = True
+        if outcome.skip_verifier_reason:
+            result.reward, result.status, result.reason = 0.0, "unresolved", outcome.skip_verifier_reason
+        else:
+            _verify(container, task, run_dir, result)
+        if outcome.exec.timed_out:
+            result.agent_timed_out = True
+            if result.status != "resolved":
+                result.reason = "agent_timeout"
     finally:
         containers.remove(container)
     result.timings["total_sec"] = round(time.monotonic() - started, 2)

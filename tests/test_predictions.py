@@ -1,0 +1,69 @@
+"""Predictions files: both accepted shapes, and every problem reported before anything runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workflow.predictions import PredictionsError, load_predictions
+
+TASKS = ["examples_calc-4", "acme_widgets-7"]
+
+
+def write_lines(path: Path, lines: list[object]) -> Path:
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_both_shapes_and_empty_patches(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "p.jsonl",
+        [
+            {"instance_id": "examples_calc-4", "model_name_or_path": "m1", "model_patch": "diff --git a/x b/x\n"},
+            "",
+            {"org": "acme", "repo": "widgets", "number": 7, "fix_patch": None},
+        ],
+    )
+    found = load_predictions(path, TASKS)
+    assert found["examples_calc-4"].model == "m1"
+    assert found["examples_calc-4"].patch.startswith("diff --git")
+    assert found["acme_widgets-7"].patch == ""
+    assert found["examples_calc-4"].digest != found["acme_widgets-7"].digest
+
+
+def test_all_problems_listed_together(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "p.jsonl",
+        [
+            {"task_id": "examples_calc-4", "model_patch": "a"},
+            "{not json",
+            {"task_id": "examples_calc-4", "model_patch": "b"},
+            {"task_id": "nope-1", "model_patch": "c"},
+            {"org": "acme", "fix_patch": "d"},
+            [1, 2],
+            {"task_id": "acme_widgets-7", "model_patch": 5},
+        ],
+    )
+    with pytest.raises(PredictionsError) as err:
+        load_predictions(path, TASKS)
+    text = str(err.value)
+    assert "6 problem(s)" in text
+    for expected in (
+        "line 2: malformed",
+        "line 3: duplicate id examples_calc-4 (first on line 1)",
+        "line 4: unknown task id nope-1",
+        "line 5: malformed: Multi-SWE-bench shape needs repo, number",
+        "line 6: malformed: expected a JSON object",
+        "line 7: malformed: the patch must be a string or null",
+    ):
+        assert expected in text
+
+
+def test_unreadable_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(PredictionsError, match=r"bad\.jsonl: cannot read predictions"):
+        load_predictions(tmp_path / "bad.jsonl", TASKS)
+    with pytest.raises(PredictionsError, match="cannot read"):
+        load_predictions(tmp_path / "missing.jsonl", TASKS)

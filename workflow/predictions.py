@@ -1,0 +1,89 @@
+"""Predictions files: patches an agent produced elsewhere, one JSON object per line.
+
+Accepted shapes (the SWE-bench and Multi-SWE-bench habits):
+- `{"instance_id" | "task_id": "<task id>", "model_name_or_path": "...", "model_patch": "<diff>"}`
+- `{"org": "<owner>", "repo": "<repo>", "number": <pr>, "fix_patch": "<diff>"}` (task id `<org>_<repo>-<number>`)
+
+The whole file is checked before any container starts: malformed lines, duplicate ids and ids that are
+not tasks of the dataset are reported together in one error. An empty or missing patch is not an error:
+that run scores 0 with status reason `empty_patch`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class PredictionsError(ValueError):
+    """A predictions file is unusable; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    task_id: str
+    model: str | None
+    patch: str
+    line: int
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.patch.encode("utf-8")).hexdigest()
+
+
+def _parse_line(number: int, text: str) -> Prediction:
+    data: Any = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    if "org" in data or "fix_patch" in data:
+        missing = [k for k in ("org", "repo", "number") if k not in data]
+        if missing:
+            raise ValueError(f"Multi-SWE-bench shape needs {', '.join(missing)}")
+        task_id = f"{data['org']}_{data['repo']}-{data['number']}"
+        patch, model = data.get("fix_patch"), data.get("model_name_or_path")
+    else:
+        task_id = data.get("instance_id") or data.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise ValueError("needs a string instance_id or task_id")
+        patch, model = data.get("model_patch"), data.get("model_name_or_path")
+    if patch is not None and not isinstance(patch, str):
+        raise ValueError("the patch must be a string or null")
+    if model is not None and not isinstance(model, str):
+        raise ValueError("model_name_or_path must be a string")
+    return Prediction(task_id=task_id, model=model, patch=patch or "", line=number)
+
+
+def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[str, Prediction]:
+    """Read and check a predictions file (against the dataset's task ids, when given)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PredictionsError(f"{path}: cannot read predictions: {exc}") from None
+    known = None if task_ids is None else set(task_ids)
+    problems: list[str] = []
+    found: dict[str, Prediction] = {}
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            prediction = _parse_line(number, text)
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            problems.append(f"line {number}: malformed: {exc}")
+            continue
+        if prediction.task_id in found:
+            problems.append(
+                f"line {number}: duplicate id {prediction.task_id} (first on line {found[prediction.task_id].line})"
+            )
+        elif known is not None and prediction.task_id not in known:
+            problems.append(f"line {number}: unknown task id {prediction.task_id}")
+        else:
+            found[prediction.task_id] = prediction
+    if problems:
+        shown = "\n  ".join(problems[:50])
+        more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        raise PredictionsError(f"{path}: {len(problems)} problem(s):\n  {shown}{more}")
+    return found
