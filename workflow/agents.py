@@ -6,7 +6,9 @@ Kinds:
 - `nop`: does nothing (the floor: every task must score 0);
 - `predictions`: applies the task's patch from a predictions file (see `workflow.predictions`); an empty
   patch or one that does not apply is a result (reward 0, reason `empty_patch` / `patch_not_applied`),
-  and the verifier is skipped for it.
+  and the verifier is skipped for it;
+- `harbor`: a Harbor agent (`harbor_agent: claude-code`, `model: ...`) run by the `harbor` CLI on the task
+  image the workflow built (see `workflow.harbor`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from workflow.tasks import Task
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-KINDS = ("oracle", "nop", "predictions")
+KINDS = ("oracle", "nop", "predictions", "harbor")
 PATCH_DIR = "/tmp/kotlin-bench-agent"
 # git apply first; GNU patch with fuzz as the fallback SWE-bench users expect, where installed.
 APPLY_SCRIPT = (
@@ -40,6 +42,9 @@ class Agent:
     kind: str
     model: str | None = None
     predictions: str | None = None
+    harbor_agent: str | None = None
+    kwargs: tuple[tuple[str, str], ...] = ()
+    isolate_network: bool = False
 
     @classmethod
     def from_config(cls, entry: dict[str, Any]) -> Agent:

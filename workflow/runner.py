@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workflow import HARNESS_VERSION, containers
+from workflow import HARNESS_VERSION, containers, harbor
 from workflow.agents import Agent, run_agent
 from workflow.images import docker_client, image_id
 from workflow.tasks import Task
@@ -60,6 +60,8 @@ class Result:
     task_digest: str | None = None
     verifier_digest: str | None = None
     verifier: dict[str, Any] = field(default_factory=dict)
+    agent_result: dict[str, Any] = field(default_factory=dict)
+    trial_result: str | None = None
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,6 +186,8 @@ def run(
         image=task.image,
         image_id=found,
     )
+    if agent.kind == "harbor":
+        return _run_harbor(task, agent, run_dir, result)
     key = run_key(task, agent, attempt)
     containers.reap(client, key)
     started = time.monotonic()
@@ -211,6 +215,31 @@ def run(
                 result.reason = "agent_timeout"
     finally:
         containers.remove(container)
+    result.timings["total_sec"] = round(time.monotonic() - started, 2)
+    result.write(run_dir / "result.json")
+    return result
+
+
+def _run_harbor(task: Task, agent: Agent, run_dir: Path, result: Result) -> Result:
+    """Delegate the whole trial to the harbor CLI on our image; keep its files, map its result."""
+    assert agent.harbor_agent is not None
+    started = time.monotonic()
+    try:
+        fields = harbor.run_trial(
+            task,
+            agent.harbor_agent,
+            agent.model,
+            run_dir,
+            Path.cwd(),
+            dict(agent.kwargs),
+            agent.isolate_network,
+        )
+    except harbor.HarborError as exc:
+        raise RunError(str(exc)) from None
+    if fields["status"] == "error":
+        raise RunError(f"harbor trial failed: {fields['reason']}: {fields['error']}")
+    for key, value in fields.items():
+        setattr(result, key, value)
     result.timings["total_sec"] = round(time.monotonic() - started, 2)
     result.write(run_dir / "result.json")
     return result
