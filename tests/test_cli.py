@@ -1,0 +1,326 @@
+"""`python -m workflow ...`: generate, materialize, validate, status, plan and build-bases."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workflow.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = "0123456789abcdef0123456789abcdef01234567"
+EXPECTED = {
+    "f2p_tests": ["a.B.c"],
+    "p2p_tests": [],
+    "s2p_tests": [],
+    "n2p_tests": [],
+    "test_patch_result": {"passed_tests": [], "failed_tests": ["a.B.c"], "skipped_tests": []},
+    "run_result": {"passed_tests": ["a.B.c"], "failed_tests": [], "skipped_tests": []},
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def spec_dict(digests: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "name": "tiny",
+        "defaults": {
+            "verifier_timeout_sec": 60.0,
+            "agent_timeout_sec": 60.0,
+            "build_timeout_sec": 60.0,
+            "cpus": 1,
+            "memory_mb": 512,
+            "agent_allowed_hosts": ["repo1.maven.org"],
+        },
+        "repositories": {
+            "acme/widgets": {
+                "license": "MIT",
+                "url": "https://example.invalid/acme/widgets",
+                "clone_url": "https://example.invalid/acme/widgets.git",
+                "repo_dir": "/home/widgets",
+                "test_paths": ["**/src/test/**"],
+            }
+        },
+        "bases": [
+            {
+                "repo_key": "acme_widgets",
+                "tag": "base",
+                "repository": "acme/widgets",
+                "jdk": 17,
+                "jdk_image": "eclipse-temurin:17-jdk",
+                "android_sdk_packages": [],
+                "extra_apt_packages": [],
+            }
+        ],
+        "tasks": [
+            {
+                "id": f"acme_widgets-{pr}",
+                "repository": "acme/widgets",
+                "pr": pr,
+                "issues": [1],
+                "base_commit": BASE,
+                "base_image": "kotlin-bench/acme_widgets:base",
+                "test_command": "./gradlew test",
+                "flaky_test_excludes": [],
+                "flaky_init_script_kind": None,
+                "expected_counts": None,
+                "published_sha256": digests if pr == 1 else None,
+                "fix_files": None,
+                "test_files": None,
+            }
+            for pr in (1, 2)
+        ],
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository root with a small specification and a fake verifier; the working directory."""
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset/tiny.json").write_text(json.dumps(spec_dict()))
+    verifier = tmp_path / "verifier"
+    verifier.mkdir()
+    for name in ("test.sh", "kotlin_logs_collector.sh", "junit_compare.py"):
+        (verifier / name).write_text(f"# fake {name}\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+GEN = ["generate", "--spec", "dataset/tiny.json", "--out", "tasks", "--verifier-dir", "verifier"]
+
+
+def test_module_help_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "workflow", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    for command in ("generate", "materialize", "validate", "status", "plan", "build-bases"):
+        assert command in proc.stdout
+
+
+def test_generate_then_check(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(GEN) == 0
+    assert (project / "tasks/acme_widgets-1/task.toml").is_file()
+    assert (project / "bases/manifest").read_text().splitlines()[-1] == (
+        "acme_widgets base bases/acme_widgets/Dockerfile.base"
+    )
+    capsys.readouterr()
+    assert main([*GEN, "--check"]) == 0
+    assert "up to date" in capsys.readouterr().out
+    (project / "tasks/acme_widgets-2/tests/task.env").write_text("REPO_DIR=/elsewhere\n")
+    assert main([*GEN, "--check"]) == 1
+    out = capsys.readouterr()
+    assert "differs: tasks/acme_widgets-2/tests/task.env" in out.out
+    assert "run `python -m workflow generate`" in out.err
+
+
+def test_generate_no_bases_and_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*GEN, "--no-bases"]) == 0
+    assert not (project / "bases").exists()
+    assert main(["generate", "--spec", "dataset/missing.json"]) == 2
+    assert "cannot read the dataset specification" in capsys.readouterr().err
+
+
+def _published(project: Path) -> tuple[Path, str, dict[str, str]]:
+    repo = project / "published"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    digests = {}
+    layout = {
+        "fix.patch": "solution/fix.patch",
+        "test.patch": "tests/test.patch",
+        "instruction.md": "instruction.md",
+        "expected_tests.json": "tests/expected_tests.json",
+    }
+    for task_id in ("acme_widgets-1", "acme_widgets-2"):
+        for name, rel in layout.items():
+            text = (
+                json.dumps(EXPECTED) if name == "expected_tests.json" else f"invented {name} of {task_id}\n"
+            )
+            path = repo / "tasks" / task_id / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            if task_id == "acme_widgets-1":
+                digests[name] = hashlib.sha256(text.encode()).hexdigest()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "publish")
+    return repo, git(repo, "rev-parse", "HEAD"), digests
+
+
+def test_materialize_validate_status(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, commit, digests = _published(project)
+    (project / "dataset/tiny.json").write_text(json.dumps(spec_dict(digests)))
+    assert main(GEN) == 0
+    capsys.readouterr()
+
+    assert main(["status", "--spec", "dataset/tiny.json"]) == 0
+    out = capsys.readouterr().out
+    assert "acme_widgets-1  no" in out and "not materialized: 2" in out
+
+    args = ["materialize", "--spec", "dataset/tiny.json", "--source", "published"]
+    args += ["--published", str(repo), "--published-commit", commit, "--cache-dir", str(project / "cache")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "acme_widgets-1: ok (published, verified)" in out
+    assert "acme_widgets-2: ok (published, unverified)" in out
+    assert "unverified (no published digests): acme_widgets-2" in out
+
+    assert main(["status", "--spec", "dataset/tiny.json"]) == 0
+    rows = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[2:4]}
+    assert rows == {
+        "acme_widgets-1": ["yes", "yes", "published"],
+        "acme_widgets-2": ["yes", "unknown", "published"],
+    }
+
+    validate = ["validate", "--spec", "dataset/tiny.json", "--materialized"]
+    assert main(validate) == 1  # the fake verifier in tasks differs from workflow/verifier: drift
+    err = capsys.readouterr().err
+    assert "differs from generation" in err
+
+    (project / "tasks/acme_widgets-1/tests/test.patch").write_text("edited\n")
+    assert main(["status", "--spec", "dataset/tiny.json", "acme_widgets-1"]) == 0
+    assert "differs: test.patch" in capsys.readouterr().out
+
+    assert main([*args[:-4], "--published", str(repo), "--published-commit", "c" * 40]) == 2
+    assert "has no commit" in capsys.readouterr().err
+
+
+def test_materialize_failure_exits_nonzero(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, commit, digests = _published(project)
+    digests["fix.patch"] = "0" * 64
+    (project / "dataset/tiny.json").write_text(json.dumps(spec_dict(digests)))
+    assert main(GEN) == 0
+    args = ["materialize", "--spec", "dataset/tiny.json", "--source", "published", "--published", str(repo)]
+    assert main([*args, "--published-commit", commit, "acme_widgets-1"]) == 1
+    captured = capsys.readouterr()
+    assert "acme_widgets-1: FAILED" in captured.out
+    assert "acme_widgets-1: fix.patch: sha256" in captured.err
+
+
+def test_materialize_upstream_with_config(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = project / "upstream"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    for rel in ("src/main/A.kt", "src/test/ATest.kt"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("base\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    for rel in ("src/main/A.kt", "src/test/ATest.kt"):
+        (repo / rel).write_text("changed\n")
+    git(repo, "commit", "-qam", "pr")
+    git(repo, "update-ref", "refs/pull/1/head", "HEAD")
+    spec = spec_dict()
+    spec["tasks"] = spec["tasks"][:1]
+    spec["tasks"][0]["base_commit"] = base
+    (project / "dataset/tiny.json").write_text(json.dumps(spec))
+    issues = project / "cache/issues/acme/widgets"
+    issues.mkdir(parents=True)
+    (issues / "1.json").write_text(json.dumps({"number": 1, "title": "T", "body": "B"}))
+    (project / "config.yaml").write_text(
+        "materialize:\n  cache_dir: cache\n  upstream:\n    offline: true\n"
+        f"    mirrors:\n      acme/widgets: {repo}\n"
+    )
+    assert main(GEN) == 0
+    capsys.readouterr()
+    args = ["materialize", "--spec", "dataset/tiny.json", "--source", "upstream", "--config", "config.yaml"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "acme_widgets-1: ok (upstream, unverified, no expected tests)" in out
+    assert "lacking expected tests (cannot be run): acme_widgets-1" in out
+    assert (project / "tasks/acme_widgets-1/tests/.expected_tests_missing").is_file()
+    assert main([*args, "--mirror", "bad"]) == 2
+
+
+def test_validate_checks_the_manifest(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(GEN) == 0
+    # The fake verifier makes generated files differ from a default-verifier generation; regenerate.
+    assert main(["generate", "--spec", "dataset/tiny.json", "--out", "tasks"]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--spec", "dataset/tiny.json"]) == 0
+    out = capsys.readouterr().out
+    assert "acme/widgets  MIT      2" in out
+    assert "licenses: MIT 2" in out
+    manifest = project / "bases/manifest"
+    manifest.write_text(
+        manifest.read_text().replace("acme_widgets base ", "acme_widgets other ") + "x y bases/nope\n"
+    )
+    assert main(["validate", "--spec", "dataset/tiny.json"]) == 1
+    err = capsys.readouterr().err
+    assert "recipe bases/nope of kotlin-bench/x:y does not exist" in err
+    assert "FROM kotlin-bench/acme_widgets:base is not in bases/manifest" in err
+    assert "the specification's base kotlin-bench/acme_widgets:base is not listed" in err
+    recipe = project / "bases/acme_widgets/Dockerfile.base"
+    recipe.write_text(recipe.read_text().replace("FROM eclipse-temurin:17-jdk", "FROM kotlin-bench/zzz:1"))
+    assert main(["validate", "--spec", "dataset/tiny.json"]) == 1
+    assert "FROM kotlin-bench/zzz:1 is not in bases/manifest" in capsys.readouterr().err
+
+
+def test_plan_lists_bases_then_tasks(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(GEN) == 0
+    sentinel = project / "results/images/base/acme_widgets/base.json"
+    sentinel.parent.mkdir(parents=True)
+    sentinel.write_text("{}")
+    capsys.readouterr()
+    assert main(["plan", "--spec", "dataset/tiny.json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("base images")
+    assert "kotlin-bench/acme_widgets:base" in lines[1] and "built" in lines[1] and "(2 tasks)" in lines[1]
+    assert lines[2] == "task images:"
+    assert "kotlin-bench/acme_widgets:pr-1" in lines[3] and "to build" in lines[3]
+    assert "kotlin-bench/acme_widgets:pr-2" in lines[4]
+
+
+def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import workflow.images
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(workflow.images, "build_manifest_images", lambda **kw: calls.append(kw))
+    assert main(["build-bases", "--only", "acme_widgets", "--rebuild", "--logs-dir", "logs"]) == 0
+    assert calls == [
+        {
+            "manifest": Path("bases/manifest"),
+            "repo_root": Path("."),
+            "logs_dir": Path("logs"),
+            "only": ["acme_widgets"],
+            "rebuild": True,
+        }
+    ]
+    calls.clear()
+    assert main(["build-bases"]) == 0
+    assert calls[0]["only"] is None and calls[0]["rebuild"] is False
+
+
+def test_build_bases_script_passes_options_through() -> None:
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts/build_bases.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+        check=True,
+    )
+    assert "--rebuild" in proc.stdout and "build-bases" in proc.stdout
+
+
+def test_the_repository_validates(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert main(["validate"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "dataset/kotlin-bench.json: valid (106 tasks, 13 bases)" in out
+    assert "pinterest/ktlint         MIT         43" in out
+    assert "licenses: MIT 52, Apache-2.0 48, GPL-3.0 6" in out
