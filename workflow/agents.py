@@ -82,13 +82,13 @@ def run_agent(
             containers.run(container, "bash /solution/solve.sh", timeout, log_path, task.repo_dir, env)
         )
     if agent.kind == "predictions":
-        return _apply_prediction(agent, task, container, log_path, timeout)
+        return _apply_prediction(agent, task, container, log_path, timeout, env)
     log_path.write_text("nop: the agent phase does nothing\n", encoding="utf-8")
     return Outcome(NOTHING)
 
 
 def _apply_prediction(
-    agent: Agent, task: Task, container: Container, log_path: Path, timeout: float
+    agent: Agent, task: Task, container: Container, log_path: Path, timeout: float, env: dict[str, str] | None
 ) -> Outcome:
     assert agent.predictions is not None
     prediction = load_predictions(Path(agent.predictions)).get(task.id)
@@ -101,6 +101,6 @@ def _apply_prediction(
         containers.copy_dir_in(container, Path(tmp), PATCH_DIR)
     script = APPLY_SCRIPT.format(patch=shlex.quote(f"{PATCH_DIR}/prediction.patch"))
     wrapped = f"({script}); rc=$?; rm -rf {PATCH_DIR}; exit $rc"
-    result = containers.run(container, wrapped, timeout, log_path, task.repo_dir)
+    result = containers.run(container, wrapped, timeout, log_path, task.repo_dir, env)
     reason = None if result.exit_code == 0 else "patch_not_applied"
     return Outcome(result, skip_verifier_reason=reason, model=model)

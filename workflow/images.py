@@ -173,7 +173,7 @@ def fetch_npm_packs(context: Path, log: Any) -> None:
             raise ImageError(f"{listing}: `npm pack {spec}` failed: {result.stderr.strip()[-500:]}")
 
 
-def _stream_build(
+def stream_build(
     client: docker.DockerClient, context: Path, dockerfile: str, tag: str, timeout: float, log: Any
 ) -> str:
     """Build and stream the log; stop with an error past `timeout` seconds."""
@@ -231,9 +231,7 @@ def build_base(entry: BaseRecipe, repo_root: Path, log_path: Path, sentinel: Pat
         else:
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
-            found = _stream_build(
-                client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log
-            )
+            found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
     write_sentinel(sentinel, entry.image, found, time.monotonic() - started)
 
 
@@ -247,7 +245,7 @@ def build_task_image(task: Task, log_path: Path, sentinel: Path) -> None:
         )
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
-        found = _stream_build(
+        found = stream_build(
             client,
             task.path / "environment",
             "Dockerfile",

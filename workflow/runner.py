@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workflow import HARNESS_VERSION, containers, harbor
+from workflow import HARNESS_VERSION, containers, harbor, network
 from workflow.agents import Agent, run_agent
 from workflow.images import docker_client, image_id
 from workflow.tasks import Task
@@ -93,20 +93,6 @@ def run_key(task: Task, agent: Agent, attempt: int) -> str:
     return f"{agent.name}.{task.id}.{attempt}"
 
 
-def _set_network(container: Container, mode: str) -> None:
-    """Apply a phase's network mode to the running container (public: default bridge only)."""
-    client = container.client
-    container.reload()
-    attached = set(container.attrs["NetworkSettings"]["Networks"])
-    if mode == "public":
-        if "bridge" not in attached:
-            client.networks.get("bridge").connect(container)
-        return
-    # no-network; `allowlist` is enforced as no-network until the egress proxy exists.
-    for name in attached:
-        client.networks.get(name).disconnect(container)
-
-
 def _capture_diff(container: Container, task: Task, out: Path) -> None:
     code, diff = containers.output(container, DIFF_SCRIPT, workdir=task.repo_dir)
     if code != 0:
@@ -139,16 +125,18 @@ def _clear(run_dir: Path) -> None:
     run_dir.mkdir(parents=True)
 
 
-def _verify(container: Container, task: Task, run_dir: Path, result: Result) -> None:
-    _set_network(container, task.verifier.network_mode)
+def _verify(container: Container, task: Task, run_dir: Path, result: Result, key: str) -> None:
     containers.copy_dir_in(container, task.path / "tests", "/tests")
-    verifier = containers.run(
-        container,
-        "bash /tests/test.sh",
-        task.verifier.timeout_sec,
-        run_dir / "verifier.log",
-        workdir=task.repo_dir,
-    )
+    phase = task.verifier
+    with network.enter_phase(container, phase.network_mode, phase.allowed_hosts, key) as net:
+        verifier = containers.run(
+            container,
+            "bash /tests/test.sh",
+            phase.timeout_sec,
+            run_dir / "verifier.log",
+            workdir=task.repo_dir,
+            env=net.env,
+        )
     result.timings["verifier_sec"] = round(verifier.seconds, 2)
     if not containers.copy_dir_out(container, VERIFIER_DIR, run_dir):
         raise RunError(f"the verifier left no {VERIFIER_DIR} (see verifier.log)")
@@ -190,6 +178,7 @@ def run(
         return _run_harbor(task, agent, run_dir, result)
     key = run_key(task, agent, attempt)
     containers.reap(client, key)
+    network.reap_networks(client, key)
     started = time.monotonic()
     container = containers.start(
         client,
@@ -200,21 +189,25 @@ def run(
         task.environment.memory_mb,
     )
     try:
-        _set_network(container, task.agent.network_mode)
-        outcome = run_agent(agent, task, container, run_dir / "agent.log")
+        phase = task.agent
+        with network.enter_phase(
+            container, phase.network_mode, phase.allowed_hosts, key, log_path=run_dir / "proxy.log"
+        ) as net:
+            outcome = run_agent(agent, task, container, run_dir / "agent.log", env=net.env)
         result.model = outcome.model or result.model
         result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
         _capture_diff(container, task, run_dir / "agent.diff")
         if outcome.skip_verifier_reason:
             result.reward, result.status, result.reason = 0.0, "unresolved", outcome.skip_verifier_reason
         else:
-            _verify(container, task, run_dir, result)
+            _verify(container, task, run_dir, result, key)
         if outcome.exec.timed_out:
             result.agent_timed_out = True
             if result.status != "resolved":
                 result.reason = "agent_timeout"
     finally:
         containers.remove(container)
+        network.reap_networks(client, key)
     result.timings["total_sec"] = round(time.monotonic() - started, 2)
     result.write(run_dir / "result.json")
     return result

@@ -1,0 +1,373 @@
+"""workflow.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
+
+The Docker tests never send traffic past this host: the test servers (`allowed.test`, `api.allowed.test`,
+`blocked.test`, each serving HTTP on 8000 and 8443) sit on an INTERNAL egress network created here, which
+the proxy uses as its way out, and every name the tests resolve is one of those aliases or the proxy's.
+Direct connections that bypass the proxy use `--resolve` or the server's address, never Docker's DNS
+forwarding to the host's resolver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workflow import containers, network
+
+OS_IMAGE = "kotlin-bench/os:bookworm"
+TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
+TEST_DOCKERFILE = f"""\
+FROM {OS_IMAGE}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 curl iproute2 \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+"""
+SERVER_ALIASES = ["allowed.test", "api.allowed.test", "blocked.test"]
+SERVE = "python3 -m http.server 8000 & python3 -m http.server 8443 & wait"
+TEST_CONNECT_PORTS = (443, 8443)
+
+
+# --- allowed_hosts semantics (no engine) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "entries", "expected"),
+    [
+        ("repo1.maven.org", ["repo1.maven.org"], True),
+        ("REPO1.Maven.org", ["repo1.maven.org"], True),
+        ("repo1.maven.org.evil.test", ["repo1.maven.org"], False),
+        ("xrepo1.maven.org", ["repo1.maven.org"], False),
+        ("repo1xmaven.org", ["repo1.maven.org"], False),
+        ("services.gradle.org", ["*.gradle.org"], True),
+        ("a.b.gradle.org", ["*.gradle.org"], True),
+        ("gradle.org", ["*.gradle.org"], False),
+        ("gradle.org", ["*.gradle.org", "gradle.org"], True),
+        ("evilgradle.org", ["*.gradle.org"], False),
+        ("x.gradle.org.evil.test", ["*.gradle.org"], False),
+        ("evil.test@x.gradle.org", ["*.gradle.org"], False),
+        ("10.1.2.3", ["10.1.2.3"], True),
+        ("10.1.2.30", ["10.1.2.3"], False),
+        ("anything.test", [], False),
+    ],
+)
+def test_allows(host: str, entries: list[str], expected: bool) -> None:
+    assert network.allows(host, entries) is expected
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "",
+        "  ",
+        "https://repo1.maven.org",
+        "repo1.maven.org:443",
+        "10.0.0.0/8",
+        "::1",
+        "a.*.org",
+        "*.10.1.2.3",
+        "bad_label.org",
+        "-x.org",
+        "*.",
+    ],
+)
+def test_invalid_entries_are_refused(entry: str) -> None:
+    with pytest.raises(ValueError):
+        network.normalize_host(entry)
+
+
+def test_normalization_and_filter_file() -> None:
+    assert network.normalize_host(" Repo1.Maven.ORG. ") == "repo1.maven.org"
+    rules = network.filter_rules(["repo1.maven.org", "REPO1.maven.org", "*.gradle.org"])
+    lines = [line for line in rules.splitlines() if not line.startswith("#")]
+    assert lines == [r"^repo1\.maven\.org$", r"^([a-z0-9_-]+\.)+gradle\.org$"]
+    assert [line for line in network.filter_rules([]).splitlines() if not line.startswith("#")] == []
+    with pytest.raises(TypeError):
+        network.filter_rules("repo1.maven.org")
+
+
+def test_names_and_environment() -> None:
+    assert network.network_name("oracle.acme_widgets-7.1") == "kotlin-bench-int-oracle.acme_widgets-7.1"
+    assert network.network_name("a/b c:1") == "kotlin-bench-int-a-b-c-1"
+    long = network.network_name("x" * 300)
+    assert len(long) < 120 and long != network.network_name("x" * 299)
+    env = network.proxy_env("-Xmx2g")
+    assert env["http_proxy"] == env["HTTPS_PROXY"] == "http://egress-proxy:3128"
+    assert env["no_proxy"] == "localhost,127.0.0.1"
+    assert env["JAVA_TOOL_OPTIONS"].startswith("-Xmx2g -Dhttp.proxyHost=egress-proxy -Dhttp.proxyPort=3128")
+    assert "-Dhttps.proxyHost=egress-proxy -Dhttps.proxyPort=3128" in env["JAVA_TOOL_OPTIONS"]
+    assert re.fullmatch(r"kotlin-bench/egress-proxy:tp-[0-9a-f]{12}", network.proxy_image_tag())
+    assert network.proxy_image_tag() == network.proxy_image_tag()
+
+
+def test_arguments_are_checked_before_touching_the_container() -> None:
+    nothing: Any = object()  # any use of the container would fail
+    with pytest.raises(ValueError, match="network_mode"):
+        network.enter_phase(nothing, "open", [], "k")
+    with pytest.raises(ValueError, match="allowed_hosts"):
+        network.enter_phase(nothing, "public", ["repo1.maven.org"], "k")
+    with pytest.raises(ValueError, match="CIDR"):
+        network.enter_phase(nothing, "allowlist", ["10.0.0.0/8"], "k")
+    with pytest.raises(ValueError, match="connect_ports"):
+        network.enter_phase(nothing, "allowlist", [], "k", connect_ports=[])
+
+
+# --- the real engine --------------------------------------------------------------------------------
+
+
+@dataclass
+class Lab:
+    client: Any
+    egress: Any  # the internal "outside" network of the test servers and the proxy
+    server_ip: str
+
+
+@pytest.fixture(scope="module")
+def lab(docker_engine: None) -> Iterator[Lab]:
+    from workflow.images import docker_client, image_id
+
+    client = docker_client()
+    if image_id(client, OS_IMAGE) is None:
+        pytest.skip(f"{OS_IMAGE} is not present (build the manifest's OS image first)")
+    client.images.build(fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=TEST_IMAGE, rm=True)
+    network.ensure_proxy_image(client)
+    suffix = uuid.uuid4().hex[:8]
+    labels = {"kotlin-bench.test": "network"}
+    egress = client.networks.create(f"kotlin-bench-test-egress-{suffix}", internal=True, labels=labels)
+    server = None
+    try:
+        server = client.containers.create(TEST_IMAGE, ["sh", "-c", SERVE], labels=labels)
+        egress.connect(server, aliases=SERVER_ALIASES)
+        client.networks.get("bridge").disconnect(server)
+        server.start()
+        server.reload()
+        ip = server.attrs["NetworkSettings"]["Networks"][egress.name]["IPAddress"]
+        ready = server.exec_run(
+            [
+                "sh",
+                "-c",
+                "for i in $(seq 50); do curl -sf -o /dev/null localhost:8443 && exit 0; sleep 0.1; done; exit 1",
+            ]
+        )
+        assert ready.exit_code == 0, "the test server did not start"
+        yield Lab(client, egress, ip)
+    finally:
+        if server is not None:
+            server.remove(force=True)
+        egress.remove()
+
+
+@pytest.fixture
+def task(lab: Lab) -> Iterator[tuple[Any, str]]:
+    """A task-like container started like the runner's (default bridge, run label), and its run key."""
+    key = f"nettest.{uuid.uuid4().hex[:8]}.1"
+    container = containers.start(lab.client, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256)
+    try:
+        yield container, key
+    finally:
+        containers.reap(lab.client, key)
+        network.reap_networks(lab.client, key)
+
+
+def sh(container: Any, script: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """Run a bash script that prints `key=value` lines; return them."""
+    result = container.exec_run(["bash", "-c", script], environment=env or {})
+    text = result.output.decode("utf-8", "replace")
+    assert result.exit_code == 0, text
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def attached(container: Any) -> set[str]:
+    container.reload()
+    return set(container.attrs["NetworkSettings"]["Networks"] or {})
+
+
+def leftovers(lab: Lab, key: str) -> tuple[list[Any], list[Any]]:
+    proxies = lab.client.containers.list(
+        all=True, filters={"label": [f"kotlin-bench.run={key}", "kotlin-bench.role=egress-proxy"]}
+    )
+    return proxies, lab.client.networks.list(names=[network.network_name(key)])
+
+
+CODE = "code() { curl -s -o /dev/null -w '%{http_code}' \"$@\"; }; tunnel() { curl -s -o /dev/null -w '%{http_connect}' -p \"$@\"; }\n"
+# Bypass attempts run in parallel (each waits for its connect timeout); `--resolve` pins the name to the
+# server's address so that no query goes to Docker's DNS forwarding.
+BYPASS = """
+( curl -s --noproxy '*' --connect-timeout 2 --resolve allowed.test:8000:{ip} http://allowed.test:8000/ >/dev/null; echo "direct_name=$?" ) > /tmp/a &
+( curl -s --noproxy '*' --connect-timeout 2 http://{ip}:8000/ >/dev/null; echo "direct_ip=$?" ) > /tmp/b &
+wait; cat /tmp/a /tmp/b
+"""
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_allowlist_admits_only_allowed_hosts(lab: Lab, task: tuple[Any, str], tmp_path: Path) -> None:
+    container, key = task
+    before = container.exec_run(["cat", "/etc/resolv.conf"]).output
+    log = tmp_path / "proxy.log"
+    with network.enter_phase(
+        container,
+        "allowlist",
+        ["allowed.test"],
+        key,
+        egress_network=lab.egress.name,
+        connect_ports=TEST_CONNECT_PORTS,
+        log_path=log,
+    ) as phase:
+        assert phase.env["https_proxy"] == "http://egress-proxy:3128"
+        assert attached(container) == {network.network_name(key)}
+        internal = lab.client.networks.get(network.network_name(key))
+        assert internal.attrs["Internal"] is True
+        assert internal.attrs["Labels"]["kotlin-bench.run"] == key
+        assert phase.proxy is not None and phase.proxy.labels["kotlin-bench.run"] == key
+        seen = sh(
+            container,
+            CODE
+            + f"""
+echo "allowed=$(code http://allowed.test:8000/)"
+echo "blocked=$(code http://blocked.test:8000/)"
+echo "by_address=$(code http://{lab.server_ip}:8000/)"
+echo "subdomain=$(code http://api.allowed.test:8000/)"
+echo "tunnel_allowed=$(tunnel http://allowed.test:8443/) $(code -p http://allowed.test:8443/)"
+echo "tunnel_blocked=$(tunnel http://blocked.test:8443/)"
+echo "tunnel_port=$(tunnel http://allowed.test:8000/)"
+echo "proxy_resolves=$(getent hosts egress-proxy | cut -d' ' -f1)"
+echo "interfaces=$(ls /sys/class/net | sort | tr '\\n' ' ')"
+"""
+            + BYPASS.format(ip=lab.server_ip),
+            phase.env,
+        )
+        assert seen["allowed"] == "200"
+        assert seen["blocked"] == "403"
+        assert seen["by_address"] == "403"
+        assert seen["subdomain"] == "403"  # an exact entry admits no subdomain
+        assert seen["tunnel_allowed"] == "200 200"  # CONNECT established, then HTTP through the tunnel
+        assert seen["tunnel_blocked"] == "403"
+        assert seen["tunnel_port"] == "403"  # 8000 is not a CONNECT port
+        phase.proxy.reload()
+        proxy_ip = phase.proxy.attrs["NetworkSettings"]["Networks"][internal.name]["IPAddress"]
+        assert seen["proxy_resolves"] == proxy_ip
+        assert seen["direct_name"] not in ("", "0") and seen["direct_ip"] not in ("", "0")
+        assert len(seen["interfaces"].split()) == 2  # lo and the internal network's interface
+        assert 'refused on filtered domain "blocked.test"' in phase.proxy_log()
+    assert leftovers(lab, key) == ([], [])
+    assert attached(container) == set()
+    assert container.exec_run(["cat", "/etc/resolv.conf"]).output == before
+    assert 'refused on filtered domain "blocked.test"' in log.read_text(encoding="utf-8")
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_wildcard_default_connect_ports_and_teardown_on_error(lab: Lab, task: tuple[Any, str]) -> None:
+    container, key = task
+    with (
+        pytest.raises(RuntimeError, match="agent crashed"),
+        network.enter_phase(
+            container, "allowlist", ["*.allowed.test"], key, egress_network=lab.egress.name
+        ) as phase,
+    ):
+        seen = sh(
+            container,
+            CODE
+            + """
+echo "subdomain=$(code http://api.allowed.test:8000/)"
+echo "bare=$(code http://allowed.test:8000/)"
+echo "other=$(code http://blocked.test:8000/)"
+echo "tunnel_8443=$(tunnel http://api.allowed.test:8443/)"
+""",
+            phase.env,
+        )
+        assert seen == {"subdomain": "200", "bare": "403", "other": "403", "tunnel_8443": "403"}
+        raise RuntimeError("agent crashed")
+    assert leftovers(lab, key) == ([], [])
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_no_network_leaves_only_loopback(lab: Lab, task: tuple[Any, str]) -> None:
+    container, key = task
+    with network.enter_phase(container, "no-network", [], key, egress_network=lab.egress.name) as phase:
+        assert phase.env == {}
+        assert attached(container) == set()
+        seen = sh(
+            container,
+            f"""
+echo "interfaces=$(ls /sys/class/net | tr '\\n' ' ')"
+echo "links=$(ip -o link | wc -l)"
+curl -s --connect-timeout 2 http://{lab.server_ip}:8000/ >/dev/null; echo "direct_ip=$?"
+curl -s --connect-timeout 2 http://127.0.0.1:9/ >/dev/null; echo "loopback_port=$?"
+""",
+        )
+    assert seen["interfaces"].split() == ["lo"]
+    assert seen["links"] == "1"
+    assert seen["direct_ip"] not in ("", "0") and seen["loopback_port"] not in ("", "0")
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_public_after_allowlist(lab: Lab, task: tuple[Any, str]) -> None:
+    """The runner's order: allowlist agent phase, then a public verifier phase on the default bridge."""
+    container, key = task
+    before = container.exec_run(["cat", "/etc/resolv.conf"]).output
+    with network.enter_phase(container, "allowlist", [], key, egress_network=lab.egress.name) as phase:
+        assert sh(container, CODE + 'echo "any=$(code http://allowed.test:8000/)"', phase.env) == {
+            "any": "403"
+        }
+    with network.enter_phase(container, "public", [], key) as phase:
+        assert phase.env == {}
+        assert attached(container) == {"bridge"}
+        container.reload()
+        address = container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+        seen = sh(container, "echo \"addresses=$(ip -o -4 addr show scope global | awk '{print $2, $4}')\"")
+        name, cidr = seen["addresses"].split()
+        assert name.startswith("eth") and cidr.startswith(f"{address}/")
+        assert container.exec_run(["cat", "/etc/resolv.conf"]).output == before
+    # public on a user-defined egress network: Docker's DNS serves its aliases, the server answers directly.
+    with network.enter_phase(container, "public", [], key, egress_network=lab.egress.name):
+        assert attached(container) == {lab.egress.name}
+        seen = sh(container, CODE + 'echo "direct=$(code --noproxy "*" http://allowed.test:8000/)"')
+        assert seen == {"direct": "200"}
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_leftovers_of_a_killed_run_are_reaped(lab: Lab, task: tuple[Any, str]) -> None:
+    container, key = task
+    abandoned = network.enter_phase(
+        container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
+    )
+    proxies, networks = leftovers(lab, key)
+    assert len(proxies) == 1 and len(networks) == 1
+    # A retry of the same run sets up afresh over the leftovers ...
+    with network.enter_phase(
+        container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
+    ) as phase:
+        assert sh(container, CODE + 'echo "allowed=$(code http://allowed.test:8000/)"', phase.env) == {
+            "allowed": "200"
+        }
+        # ... and the reapers remove a run's proxy and network however it ended.
+        assert network.reap_networks(lab.client, key) == 1
+        assert leftovers(lab, key) == ([], [])
+    with contextlib.suppress(network.NetworkError):
+        abandoned.close()
+    assert leftovers(lab, key) == ([], [])
+
+
+@pytest.mark.usefixtures("docker_engine")
+def test_proxy_leaves_by_the_default_bridge(lab: Lab, task: tuple[Any, str]) -> None:
+    """Production layout (no traffic sent): the proxy's default route is the bridge's, not the internal one."""
+    container, key = task
+    with network.enter_phase(container, "allowlist", ["repo1.maven.org"], key) as phase:
+        assert phase.proxy is not None
+        phase.proxy.reload()
+        endpoints = phase.proxy.attrs["NetworkSettings"]["Networks"]
+        assert set(endpoints) == {"bridge", network.network_name(key)}
+        routes = phase.proxy.exec_run(["cat", "/proc/net/route"]).output.decode().splitlines()[1:]
+        defaults = [r.split() for r in routes if r.split()[1] == "00000000"]
+        assert len(defaults) == 1
+        gateway = ".".join(str(b) for b in reversed(bytes.fromhex(defaults[0][2])))
+        assert gateway == endpoints["bridge"]["Gateway"]
+        container.stop(timeout=1)  # as after the watchdog killed it: teardown still succeeds
+    assert leftovers(lab, key) == ([], [])
