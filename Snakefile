@@ -2,6 +2,7 @@
 
 
 include: "rules/common.smk"
+include: "rules/dataset.smk"
 include: "rules/images.smk"
 include: "rules/runs.smk"
 include: "rules/report.smk"

@@ -7,7 +7,7 @@ min_version("9.0")
 
 sys.path.insert(0, workflow.basedir)
 
-from workflow.dag import Plan, base_sentinel, run_result, task_sentinel
+from workflow.dag import Plan, base_sentinel, mirror_dir, run_result, task_sentinel
 
 
 configfile: "config.yaml"
@@ -25,6 +25,8 @@ wildcard_constraints:
     attempt="[0-9]+",
     repo_key="[a-z0-9][a-z0-9._-]*",
     tag="[A-Za-z0-9][A-Za-z0-9._-]*",
+    owner="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    repo="[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 def base_image_inputs(wildcards):
@@ -37,6 +39,14 @@ def task_image_inputs(wildcards):
 
 def run_inputs(wildcards):
     return PLAN.run_inputs(wildcards.task)
+
+
+def mirror_inputs(wildcards):
+    return PLAN.mirror_inputs(wildcards.owner, wildcards.repo)
+
+
+def materialize_inputs(wildcards):
+    return PLAN.materialize_inputs(wildcards.task)
 
 
 def all_results(wildcards):

@@ -17,7 +17,6 @@ Paths are relative to the working directory, which is expected to be the reposit
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -35,8 +34,8 @@ from workflow.materialize import (
     PublishedSource,
     TaskResult,
     UpstreamSource,
-    default_cache_dir,
     materialize,
+    source_from_config,
     task_status,
 )
 
@@ -109,37 +108,31 @@ def _config_section(path: Path | None) -> dict[str, Any]:
 
 
 def _source(args: argparse.Namespace) -> PublishedSource | UpstreamSource:
-    conf = _config_section(args.config)
-    cache = Path(args.cache_dir or conf.get("cache_dir") or default_cache_dir())
-    if args.source == "published":
-        published = conf.get("published", {}) or {}
-        commit = args.published_commit or published.get("commit") or PUBLISHED_COMMIT
-        return PublishedSource(
-            location=str(args.published or published.get("location") or PUBLISHED_URL),
-            commit=None if commit == "none" else commit,
-            tasks_subdir=args.published_subdir or published.get("tasks_subdir") or PUBLISHED_TASKS_SUBDIR,
-            cache_dir=cache,
-        )
-    upstream = conf.get("upstream", {}) or {}
+    """Command-line options over the `materialize:` mapping of `--config`."""
+    conf = dict(_config_section(args.config))
+    published = dict(conf.get("published") or {})
+    upstream = dict(conf.get("upstream") or {})
+    overrides = {
+        "location": args.published,
+        "commit": args.published_commit,
+        "tasks_subdir": args.published_subdir,
+    }
+    published.update({k: v for k, v in overrides.items() if v})
     mirrors = {str(k): str(v) for k, v in (upstream.get("mirrors") or {}).items()}
     for item in args.mirror:
         name, sep, location = item.partition("=")
         if not sep or not name or not location:
             raise SpecError(f"--mirror {item!r}: expected <owner>/<repo>=<path or URL>")
         mirrors[name] = location
-
-    def path_opt(value: Any) -> Path | None:
-        return Path(value) if value else None
-
-    return UpstreamSource(
-        mirrors=mirrors,
-        cache_dir=cache,
-        issues_cache=path_opt(args.issues_cache or upstream.get("issues_cache")),
-        expected_tests_dir=path_opt(args.expected_tests_dir or upstream.get("expected_tests_dir")),
-        instructions_dir=path_opt(args.instructions_dir or upstream.get("instructions_dir")),
-        offline=args.offline or bool(upstream.get("offline", False)),
-        token=os.environ.get("GITHUB_TOKEN") or None,
-    )
+    upstream["mirrors"] = mirrors
+    for key in ("issues_cache", "expected_tests_dir", "instructions_dir"):
+        if getattr(args, key):
+            upstream[key] = getattr(args, key)
+    upstream["offline"] = args.offline or bool(upstream.get("offline", False))
+    conf.update(published=published, upstream=upstream)
+    if args.cache_dir:
+        conf["cache_dir"] = args.cache_dir
+    return source_from_config(conf, args.source)
 
 
 def _describe(result: TaskResult) -> str:

@@ -32,6 +32,10 @@ def run_result(agent: str, task_id: str, attempt: int) -> str:
     return str(RESULTS / "runs" / agent / task_id / f"attempt-{attempt}" / "result.json")
 
 
+def mirror_dir(owner: str, repo: str) -> str:
+    return str(RESULTS / "upstream" / owner / repo)
+
+
 def _files(directory: Path) -> list[str]:
     return sorted(str(p) for p in directory.rglob("*") if p.is_file())
 
@@ -44,6 +48,8 @@ class Plan:
     agents: dict[str, Agent]
     attempts: int
     predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
+    materialize: dict[str, Any] = field(default_factory=dict)
+    tasks_dir: str = "tasks"
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -68,7 +74,16 @@ class Plan:
         predictions = {
             a.name: load_predictions(root / a.predictions, tasks) for a in agents if a.predictions is not None
         }
-        return cls(root, selected, bases, {a.name: a for a in agents}, int(config["attempts"]), predictions)
+        return cls(
+            root,
+            selected,
+            bases,
+            {a.name: a for a in agents},
+            int(config["attempts"]),
+            predictions,
+            dict(config.get("materialize") or {}),
+            str(config["tasks_dir"]),
+        )
 
     def table(self) -> pd.DataFrame:
         """One row per selected task (the workflow's task table)."""
@@ -125,7 +140,44 @@ class Plan:
         files = [str(rel / "task.toml")]
         for sub in ("solution", "tests"):
             files += [str(Path(p).relative_to(self.root)) for p in _files(task.path / sub)]
-        return [task_sentinel(task_id), *files]
+        return [task_sentinel(task_id), self.stamp(task_id), *files]
+
+    def stamp(self, task_id: str) -> str:
+        """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
+        return f"{self.tasks_dir}/{task_id}/.materialized.json"
+
+    def mirror_sources(self) -> dict[str, str] | None:
+        return (self.materialize.get("upstream") or {}).get("mirror_sources")
+
+    def mirror_source(self, owner: str, repo: str) -> str:
+        sources = self.mirror_sources()
+        if not sources:
+            raise ValueError("config materialize.upstream.mirror_sources is not set")
+        return sources["pattern"].format(owner=owner, repo=repo)
+
+    def mirror_inputs(self, owner: str, repo: str) -> list[str]:
+        source = self.root / self.mirror_source(owner, repo)
+        if not source.is_dir():
+            raise ValueError(f"no upstream source for {owner}/{repo} at {source}")
+        builder = self.mirror_sources()["builder"]  # type: ignore[index]
+        return [builder, *(str(Path(p).relative_to(self.root)) for p in _files(source))]
+
+    def materialize_inputs(self, task_id: str) -> list[str]:
+        task = self.tasks[task_id]
+        inputs = [str(task.path.relative_to(self.root) / "task.toml")]
+        if self.materialize.get("source") == "upstream" and self.mirror_sources():
+            inputs.append(mirror_dir(task.source.owner, task.source.name))
+        return inputs
+
+    def mirrors(self) -> dict[str, str]:
+        """Upstream mirrors for materialization: configured ones, plus those the DAG builds."""
+        upstream = self.materialize.get("upstream") or {}
+        found = dict(upstream.get("mirrors") or {})
+        if self.mirror_sources():
+            for task in self.tasks.values():
+                name = f"{task.source.owner}/{task.source.name}"
+                found.setdefault(name, mirror_dir(task.source.owner, task.source.name))
+        return found
 
     def results(self) -> list[str]:
         return [

@@ -474,6 +474,41 @@ def task_status(task: TaskSpec, task_dir: Path) -> MaterialStatus:
     )
 
 
+def source_from_config(conf: Mapping[str, Any], source: str) -> PublishedSource | UpstreamSource:
+    """A source from a `materialize:` mapping (config.yaml or `--config`); `source` picks which.
+
+    Shape: `{cache_dir, published: {location, commit, tasks_subdir}, upstream: {mirrors, issues_cache,
+    expected_tests_dir, instructions_dir, offline}}`; every key is optional. The GitHub token, if any,
+    comes from the environment (`GITHUB_TOKEN`), never from a file.
+    """
+    cache = Path(conf.get("cache_dir") or default_cache_dir())
+    if source == "published":
+        published = conf.get("published") or {}
+        commit = published.get("commit") or PUBLISHED_COMMIT
+        return PublishedSource(
+            location=str(published.get("location") or PUBLISHED_URL),
+            commit=None if commit == "none" else commit,
+            tasks_subdir=published.get("tasks_subdir") or PUBLISHED_TASKS_SUBDIR,
+            cache_dir=cache,
+        )
+    if source != "upstream":
+        raise MaterializeError(f"materialize source {source!r}: expected 'published' or 'upstream'")
+    upstream = conf.get("upstream") or {}
+
+    def path_opt(value: Any) -> Path | None:
+        return Path(value) if value else None
+
+    return UpstreamSource(
+        mirrors={str(k): str(v) for k, v in (upstream.get("mirrors") or {}).items()},
+        cache_dir=cache,
+        issues_cache=path_opt(upstream.get("issues_cache")),
+        expected_tests_dir=path_opt(upstream.get("expected_tests_dir")),
+        instructions_dir=path_opt(upstream.get("instructions_dir")),
+        offline=bool(upstream.get("offline", False)),
+        token=os.environ.get("GITHUB_TOKEN") or None,
+    )
+
+
 def materialize(
     dataset: Dataset,
     tasks_dir: Path,

@@ -1,0 +1,27 @@
+"""Snakemake script of rule materialize: write one task's upstream-authored files and its stamp."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
+
+from workflow.dataset import load_dataset
+from workflow.materialize import MaterializeError, materialize, source_from_config
+from workflow.smk import logged
+
+sm = snakemake  # noqa: F821
+with logged(sm.log[0]):
+    conf = dict(sm.params.materialize)
+    conf["upstream"] = {**(conf.get("upstream") or {}), "mirrors": sm.params.mirrors}
+    conf["upstream"].pop("mirror_sources", None)
+    source = source_from_config(conf, conf.get("source", "published"))
+    [result] = materialize(
+        load_dataset(Path(sm.params.spec)), Path(sm.params.tasks_dir), source, only=[sm.wildcards.task]
+    )
+    for line in result.notes:
+        print(f"note: {line}")
+    if not result.ok:
+        raise MaterializeError("; ".join(result.problems) or f"{result.task_id}: materialization failed")
+    if not result.expected_tests:
+        print(f"{result.task_id}: materialized without expected tests; its runs will be refused")
+    print(f"{result.task_id}: materialized from {result.source} (verified: {result.verified})")
