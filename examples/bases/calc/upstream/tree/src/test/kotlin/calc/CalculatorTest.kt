@@ -1,9 +1,9 @@
 package calc
 
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Nested
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.assertThrows
 import org.junit.jupiter.params.ParameterizedTest
 import org.junit.jupiter.params.provider.CsvSource
 
@@ -43,18 +43,18 @@ class CalculatorTest {
     inner class Errors {
         @Test
         fun `rejects division by zero`() {
-            val e = assertThrows<CalcException> { Calculator.evaluate("1 / 0") }
+            val e = assertThrows(CalcException::class.java) { Calculator.evaluate("1 / 0") }
             assertEquals(2, e.position)
         }
 
         @Test
         fun `rejects a dangling operator`() {
-            assertThrows<CalcException> { Calculator.evaluate("1 +") }
+            assertThrows(CalcException::class.java) { Calculator.evaluate("1 +") }
         }
 
         @Test
         fun `rejects an unclosed parenthesis`() {
-            val e = assertThrows<CalcException> { Calculator.evaluate("(1 + 2") }
+            val e = assertThrows(CalcException::class.java) { Calculator.evaluate("(1 + 2") }
             assertEquals(6, e.position)
         }
     }

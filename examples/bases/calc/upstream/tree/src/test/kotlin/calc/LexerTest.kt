@@ -1,8 +1,8 @@
 package calc
 
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.assertThrows
 
 class LexerTest {
     private fun types(input: String) = Lexer.tokenize(input).map { it.type }
@@ -27,7 +27,7 @@ class LexerTest {
 
     @Test
     fun `rejects unknown characters`() {
-        val e = assertThrows<CalcException> { Lexer.tokenize("1 % 2") }
+        val e = assertThrows(CalcException::class.java) { Lexer.tokenize("1 % 2") }
         assertEquals(2, e.position)
     }
 }
