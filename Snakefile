@@ -1,4 +1,4 @@
-# kotlin-bench: base image -> task image -> run (task, agent, attempt) -> result -> summary.
+# kotlin-bench: base image -> task image -> run (task, agent, attempt) -> result -> summary, rates, plots.
 
 
 include: "rules/common.smk"
@@ -8,7 +8,26 @@ include: "rules/runs.smk"
 include: "rules/report.smk"
 
 
+PROGRESS = []
+
+
+onstart:
+    PROGRESS.append(start_progress(PLAN.results(), interval=60))
+
+
+onsuccess:
+    for stop in PROGRESS:
+        stop()
+
+
+onerror:
+    for stop in PROGRESS:
+        stop()
+
+
 rule all:
+    default_target: True
     input:
         "results/summary.csv",
-    default_target: True
+        "results/summary.md",
+        "results/report.html",

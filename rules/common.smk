@@ -7,6 +7,7 @@ min_version("9.0")
 
 sys.path.insert(0, workflow.basedir)
 
+from workflow.progress import start_progress
 from workflow.dag import Plan, base_sentinel, mirror_dir, run_result, task_sentinel
 
 

@@ -5,10 +5,12 @@ rule upstream_mirror:
         directory(mirror_dir("{owner}", "{repo}")),
     log:
         "results/logs/upstream/{owner}/{repo}.log",
+    localrule: True
+    conda:
+        "../environment.yml"
     params:
         source=lambda wildcards: PLAN.mirror_source(wildcards.owner, wildcards.repo),
         builder=lambda wildcards: PLAN.mirror_sources()["builder"],
-    localrule: True
     shell:
         "bash {params.builder} {params.source} {output} >{log} 2>&1"
 
@@ -20,13 +22,14 @@ rule materialize:
         PLAN.stamp("{task}"),
     log:
         "results/logs/materialize/{task}.log",
-    params:
-        spec=config["spec"],
-        tasks_dir=config["tasks_dir"],
-        materialize=config.get("materialize", {}),
-        mirrors=lambda wildcards: PLAN.mirrors(),
+    localrule: True
+    conda:
+        "../environment.yml"
     resources:
         materialize=1,
-    localrule: True
+    params:
+        spec=config["spec"],
+        materialize=config.get("materialize", {}),
+        mirrors=lambda wildcards: PLAN.mirrors(),
     script:
         "../workflow/scripts/materialize_task.py"

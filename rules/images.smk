@@ -5,11 +5,13 @@ rule base_image:
         base_sentinel("{repo_key}", "{tag}"),
     log:
         "results/logs/images/base/{repo_key}/{tag}.log",
+    conda:
+        "../environment.yml"
+    resources:
+        docker=1,
     params:
         manifest=config["bases_manifest"],
         timeout=config.get("base_build_timeout_sec", 3600),
-    resources:
-        docker=1,
     script:
         "../workflow/scripts/build_base_image.py"
 
@@ -21,9 +23,11 @@ rule task_image:
         task_sentinel("{task}"),
     log:
         "results/logs/images/task/{task}.log",
-    params:
-        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+    conda:
+        "../environment.yml"
     resources:
         docker=1,
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
     script:
         "../workflow/scripts/build_task_image.py"

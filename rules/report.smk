@@ -13,6 +13,8 @@ rule summary:
     log:
         "results/logs/summary.log",
     localrule: True
+    conda:
+        "../environment.yml"
     script:
         "../workflow/scripts/summarize.py"
 
@@ -30,6 +32,8 @@ rule aggregate:
     log:
         "results/logs/aggregate.log",
     localrule: True
+    conda:
+        "../environment.yml"
     params:
         reproduce=REPRODUCE.to_params(),
     script:
@@ -50,6 +54,8 @@ rule plots:
     log:
         "results/logs/plots.log",
     localrule: True
+    conda:
+        "../environment.yml"
     params:
         reproduce=REPRODUCE.to_params(),
     script:

@@ -5,13 +5,17 @@ rule run:
         run_result("{agent}", "{task}", "{attempt}"),
     log:
         "results/logs/runs/{agent}/{task}/attempt-{attempt}.log",
+    retries: config.get("retries", 1)
+    conda:
+        "../environment.yml"
+    resources:
+        docker=1,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
         agent=lambda wildcards: PLAN.agent_config(wildcards.agent),
-        prediction=lambda wildcards: PLAN.prediction_digest(wildcards.agent, wildcards.task),
+        prediction=lambda wildcards: PLAN.prediction_digest(
+            wildcards.agent, wildcards.task
+        ),
         retries=config.get("retries", 1),
-    retries: config.get("retries", 1)
-    resources:
-        docker=1,
     script:
         "../workflow/scripts/run_task.py"

@@ -18,6 +18,17 @@ from workflow.predictions import Prediction, load_predictions
 from workflow.tasks import Task, TaskError, discover, load_task
 
 RESULTS = Path("results")
+# Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
+MATERIALIZED = frozenset(
+    {
+        "solution/fix.patch",
+        "tests/test.patch",
+        "tests/expected_tests.json",
+        "tests/.expected_tests_missing",
+        "instruction.md",
+        ".materialized.json",
+    }
+)
 
 
 def base_sentinel(repo_key: str, tag: str) -> str:
@@ -134,12 +145,18 @@ class Plan:
         return [base_sentinel(base.repo_key, base.tag), *environment]
 
     def run_inputs(self, task_id: str) -> list[str]:
-        """A run depends on the task image and on the files it copies in (task.toml, solution/, tests/)."""
+        """A run depends on the task image, the committed files it copies in (task.toml, solution/, tests/),
+        and the materialization stamp, which stands for the upstream-authored files. Those are left out of
+        the list so that the set of inputs is the same before and after materialization."""
         task = self.tasks[task_id]
         rel = task.path.relative_to(self.root)
         files = [str(rel / "task.toml")]
         for sub in ("solution", "tests"):
-            files += [str(Path(p).relative_to(self.root)) for p in _files(task.path / sub)]
+            files += [
+                str(Path(p).relative_to(self.root))
+                for p in _files(task.path / sub)
+                if Path(p).relative_to(task.path).as_posix() not in MATERIALIZED
+            ]
         return [task_sentinel(task_id), self.stamp(task_id), *files]
 
     def stamp(self, task_id: str) -> str:

@@ -1,0 +1,205 @@
+"""The PNG charts and the HTML report, and the progress line."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import struct
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.test_report import Files, make_result, mixed_results, run_script, write_results
+from workflow.plots import (
+    OUTCOMES,
+    outcome_chart,
+    outcome_matrix,
+    rate_chart,
+    render_html,
+    repository_chart,
+)
+from workflow.progress import Counts, Progress, duration, format_line, progress_line, start_progress
+from workflow.report import Section, rates, rates_by_repository, summarize
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from the IHDR chunk, after checking the signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> pd.DataFrame:
+    return summarize(write_results(tmp_path / "runs", mixed_results()))
+
+
+def many_tasks(tmp_path: Path, n: int, attempts: int = 1) -> pd.DataFrame:
+    statuses = ("resolved", "unresolved", "error")
+    results = [
+        make_result(
+            f"repo{i % 3}-{i}", agent, k, status=statuses[(i + k) % 3] if agent != "oracle" else "resolved"
+        )
+        for i in range(n)
+        for agent in ("oracle", "agent")
+        for k in range(1, attempts + 1)
+    ]
+    return summarize(write_results(tmp_path / f"runs-{n}-{attempts}", results))
+
+
+def test_charts_are_valid_pngs(mixed: pd.DataFrame, tmp_path: Path) -> None:
+    rate_chart(rates(mixed), tmp_path / "rates.png")
+    repository_chart(rates_by_repository(mixed), tmp_path / "repos.png")
+    outcome_chart(mixed, tmp_path / "outcomes.png")
+    for name in ("rates.png", "repos.png", "outcomes.png"):
+        width, height = png_size(tmp_path / name)
+        assert 300 <= width <= 4000 and 150 <= height <= 4000, (name, width, height)
+
+
+def test_outcome_matrix_has_one_row_per_task(mixed: pd.DataFrame) -> None:
+    grid = outcome_matrix(mixed)
+    assert list(grid.index) == ["calc-1", "calc-2", "slug-1", "units-1"]
+    assert list(grid.columns) == ["agent", "oracle"]
+    assert list(grid["agent"]) == ["resolved", "unresolved", "unresolved", "error"]
+    assert set(grid.to_numpy().ravel()) <= set(OUTCOMES)
+
+
+def test_outcome_matrix_with_attempts_and_missing_runs(tmp_path: Path) -> None:
+    summary = many_tasks(tmp_path, 6, attempts=2)
+    summary = summary[~((summary["agent"] == "agent") & (summary["task"] == "repo0-0"))]
+    grid = outcome_matrix(summary)
+    assert grid.shape == (6, 4)
+    assert list(grid.columns) == ["agent #1", "agent #2", "oracle #1", "oracle #2"]
+    assert list(grid.loc["repo0-0"]) == ["not run", "not run", "resolved", "resolved"]
+    assert list(grid.index[:2]) == ["repo0-0", "repo0-3"]  # by repository, then task
+
+
+def test_outcome_chart_grows_with_the_tasks(tmp_path: Path) -> None:
+    outcome_chart(many_tasks(tmp_path, 6), tmp_path / "small.png")
+    outcome_chart(many_tasks(tmp_path, 60), tmp_path / "large.png")
+    small, large = png_size(tmp_path / "small.png"), png_size(tmp_path / "large.png")
+    assert large[1] > small[1] + 54 * 20  # at least ~20 px per added row
+    assert large[1] < 60 * 60
+
+
+def test_html_embeds_images_and_tables(mixed: pd.DataFrame, tmp_path: Path) -> None:
+    rate_chart(rates(mixed), tmp_path / "rates.png")
+    table = pd.DataFrame({"agent": ["<b>x</b>"], "rate": ["50.0%"]})
+    sections = [
+        Section("Headline", ["oracle: 4/4 resolved (100.0%), 0 errors"]),
+        Section("Rates", ["`cmd`"], table),
+    ]
+    page = render_html(sections, [("Resolve rate per agent", tmp_path / "rates.png")])
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<li>oracle: 4/4 resolved (100.0%), 0 errors</li>" in page
+    assert "<code>cmd</code>" in page and "&lt;b&gt;x&lt;/b&gt;" in page and "<table" in page
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)">', page)
+    assert [alt for alt, _ in images] == ["Resolve rate per agent"]
+    assert base64.b64decode(images[0][1]) == (tmp_path / "rates.png").read_bytes()
+    assert page.index("<li>oracle") < page.index("<img") < page.index("<h2>Rates</h2>")
+
+
+def test_plots_script(tmp_path: Path) -> None:
+    paths = write_results(tmp_path, mixed_results())
+    out = tmp_path / "results"
+    log = [str(out / "logs/x.log")]
+    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(s=str(out / "summary.csv")), log=log)  # fmt: skip
+    reproduce = {"references": {"agent": "nop"}, "tolerance": 0.05}
+    aggregate = Files(
+        rates=str(out / "rates.csv"),
+        by_repository=str(out / "rates_by_repository.csv"),
+        markdown=str(out / "summary.md"),
+        reproduce_md=[str(out / "reproduce/agent.md")],
+        reproduce_csv=[str(out / "reproduce/agent.csv")],
+    )
+    params = type("Params", (), {"reproduce": reproduce})()
+    run_script(
+        "aggregate.py",
+        input=Files(summary=str(out / "summary.csv")),
+        output=aggregate,
+        params=params,
+        log=log,
+    )
+    charts = Files(
+        rates=str(out / "plots/rates.png"),
+        by_repository=str(out / "plots/rates_by_repository.png"),
+        outcomes=str(out / "plots/outcomes.png"),
+        html=str(out / "report.html"),
+    )
+    inputs = Files(
+        summary=aggregate.markdown.replace("summary.md", "summary.csv"),
+        rates=aggregate.rates,
+        by_repository=aggregate.by_repository,
+        reproduce=aggregate.reproduce_csv,
+    )
+    run_script("plots.py", input=inputs, output=charts, params=params, log=log)
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3
+    assert "agent vs nop: NOT REPRODUCED: 2 tasks differ: calc-1, units-1" in page  # units-1 errored
+    assert "Reproduction agent vs nop: Verdict" in page
+    text = re.sub(r'base64,[^"]+', "", page)
+    assert "&lt;NA&gt;" not in text and ">nan<" not in text
+    for name in ("rates", "by_repository", "outcomes"):
+        png_size(Path(getattr(charts, name)))
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (45.4, "45s"), (130, "2m10s"), (3725, "1h02m")])
+def test_duration(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_format_line() -> None:
+    line = format_line(Counts(expected=8, done=5, resolved=3, errors=1), elapsed=130, done_since_start=5)
+    assert line == "runs 5/8 done | resolved 3 | errors 1 | elapsed 2m10s | eta 1m18s"
+    assert format_line(Counts(8, 2, 0, 0), 30, 0).endswith("eta ?")
+    assert format_line(Counts(2, 2, 1, 0), 30, 2).endswith("eta 0s")
+
+
+def test_progress_line_reads_the_results(tmp_path: Path) -> None:
+    results = mixed_results()
+    written = write_results(tmp_path, results[:5])
+    expected = [str(p.relative_to(tmp_path)) for p in written]
+    expected += ["results/runs/agent/x/attempt-1/result.json", "results/runs/agent/y/attempt-1/result.json"]
+    (tmp_path / "results/runs/oracle/calc-2/attempt-1/result.json").write_text("{not json")
+    line = progress_line(expected, tmp_path, elapsed=100)
+    assert line == "runs 5/7 done | resolved 4 | errors 0 | elapsed 1m40s | eta 40s"
+
+
+def test_progress_pace_counts_only_new_runs(tmp_path: Path) -> None:
+    written = write_results(tmp_path, mixed_results())
+    later = written[4:]
+    for path in later:
+        path.rename(path.with_suffix(".hidden"))
+    progress = Progress(written, started=0.0)
+    assert progress.line(now=10.0).startswith("runs 4/8 done | resolved 4 | errors 0 | elapsed 10s | eta ?")
+    later[0].with_suffix(".hidden").rename(later[0])
+    assert progress.line(now=20.0) == "runs 5/8 done | resolved 5 | errors 0 | elapsed 20s | eta 1m00s"
+
+
+def test_start_progress_prints_and_stops(tmp_path: Path) -> None:
+    written = write_results(tmp_path, mixed_results()[:2])
+    stream = io.StringIO()
+    stop = start_progress([*written, tmp_path / "missing.json"], interval=0.05, stream=stream)
+    time.sleep(0.2)
+    stop()
+    stop()  # idempotent
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2
+    assert all(
+        line.startswith("kotlin-bench: runs 2/3 done | resolved 2 | errors 0 | elapsed ") for line in lines
+    )
+    size = len(stream.getvalue())
+    time.sleep(0.15)
+    assert len(stream.getvalue()) == size  # the watcher has stopped
+    with pytest.raises(ValueError):
+        start_progress([], interval=0)
