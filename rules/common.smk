@@ -8,7 +8,14 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 
 from workflow.progress import start_progress
-from workflow.dag import Plan, base_sentinel, mirror_dir, run_result, task_sentinel
+from workflow.dag import (
+    Plan,
+    base_sentinel,
+    drop_stale_summary,
+    mirror_dir,
+    run_result,
+    task_sentinel,
+)
 
 
 configfile: "config.yaml"
@@ -18,6 +25,7 @@ validate(config, "../workflow/schemas/config.schema.yaml")
 
 PLAN = Plan.from_config(config, Path(workflow.basedir))
 TASKS = PLAN.table()
+MISSING_RUNS = drop_stale_summary(Path("results/summary.csv"), PLAN.results())
 
 
 wildcard_constraints:

@@ -6,6 +6,7 @@ Keeping this in Python keeps the rules thin and makes the DAG's shape testable w
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,23 @@ class Plan:
             for task_id in self.tasks
             for attempt in range(1, self.attempts + 1)
         ]
+
+
+def drop_stale_summary(summary: Path, expected: list[str]) -> list[str]:
+    """Remove the summary when one of its expected results is missing; return the missing ones.
+
+    Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
+    (snakemake/snakemake#1978), and whether it does depends on the rerun triggers. A summary that lacks
+    some of its runs is stale anyway; without it, Snakemake reruns exactly the missing runs and rebuilds
+    the summary from all results, whether the target is the default one or `results/summary.csv`.
+    """
+    missing = [p for p in expected if not Path(p).exists()]
+    if missing and summary.exists():
+        summary.unlink()
+        print(
+            f"kotlin-bench: {len(missing)} run result(s) missing; {summary} will be rebuilt", file=sys.stderr
+        )
+    return missing
 
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
