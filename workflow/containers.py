@@ -104,9 +104,11 @@ def run(
     return ExecResult(exit_code=exit_code, timed_out=timed_out, seconds=time.monotonic() - started)
 
 
-def output(container: Container, script: str, workdir: str | None = None) -> tuple[int, bytes]:
+def output(
+    container: Container, script: str, workdir: str | None = None, env: dict[str, str] | None = None
+) -> tuple[int, bytes]:
     """Run a short bash script and return its exit code and stdout."""
-    result = container.exec_run(["bash", "-c", script], workdir=workdir, demux=True)
+    result = container.exec_run(["bash", "-c", script], workdir=workdir, demux=True, environment=env or {})
     stdout, _stderr = result.output
     return result.exit_code, stdout or b""
 
@@ -117,6 +119,14 @@ def copy_dir_in(container: Container, source: Path, dest: str) -> None:
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(str(source), arcname=dest.strip("/"))
     container.put_archive("/", buffer.getvalue())
+
+
+def copy_file_in(container: Container, source: Path, dest_dir: str) -> None:
+    """Copy one file into the existing container directory `dest_dir`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(str(source), arcname=source.name)
+    container.put_archive(dest_dir, buffer.getvalue())
 
 
 def copy_dir_out(container: Container, source: str, dest: Path, max_bytes: int = 512 * 1024 * 1024) -> bool:

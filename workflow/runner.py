@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -23,16 +24,20 @@ from typing import TYPE_CHECKING, Any
 from workflow import HARNESS_VERSION, containers, harbor, network
 from workflow.agents import Agent, run_agent
 from workflow.images import docker_client, image_id
+from workflow.integrity import changed_paths, flag_changes
 from workflow.tasks import Task
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
 VERIFIER_DIR = "/logs/verifier"
+# The agent's work as one diff against the base commit: a private index starts from the base tree, so
+# commits, index tricks and untracked files are all included; ignored files are not.
 DIFF_SCRIPT = (
-    'idx=$(mktemp) && cp .git/index "$idx" && GIT_INDEX_FILE="$idx" git add -A >/dev/null 2>&1 && '
-    'GIT_INDEX_FILE="$idx" git diff --cached --binary HEAD; rc=$?; rm -f "$idx"; exit $rc'
+    'idx=$(mktemp) && GIT_INDEX_FILE="$idx" git read-tree "$BASE" && GIT_INDEX_FILE="$idx" git add -A '
+    '>/dev/null 2>&1 && GIT_INDEX_FILE="$idx" git diff --cached --binary "$BASE"; rc=$?; rm -f "$idx"; exit $rc'
 )
+APPLY_DIFF = "git apply --binary --whitespace=nowarn /tmp/kotlin-bench-agent.diff"
 
 
 class RunError(RuntimeError):
@@ -61,6 +66,8 @@ class Result:
     verifier_digest: str | None = None
     verifier: dict[str, Any] = field(default_factory=dict)
     agent_result: dict[str, Any] = field(default_factory=dict)
+    changed_files: list[str] = field(default_factory=list)
+    flags: dict[str, list[str]] = field(default_factory=dict)
     trial_result: str | None = None
 
     def write(self, path: Path) -> None:
@@ -93,11 +100,24 @@ def run_key(task: Task, agent: Agent, attempt: int) -> str:
     return f"{agent.name}.{task.id}.{attempt}"
 
 
-def _capture_diff(container: Container, task: Task, out: Path) -> None:
-    code, diff = containers.output(container, DIFF_SCRIPT, workdir=task.repo_dir)
-    if code != 0:
-        raise RunError(f"capturing the agent's diff in {task.repo_dir} failed (exit {code})")
-    out.write_bytes(diff)
+def _capture_diff(container: Container, task: Task, out: Path) -> bool:
+    """Write the agent's diff; False when the repository is too broken to diff against the base."""
+    code, diff = containers.output(
+        container, DIFF_SCRIPT, workdir=task.repo_dir, env={"BASE": task.base_commit}
+    )
+    out.write_bytes(diff if code == 0 else b"")
+    return code == 0
+
+
+def _apply_diff(container: Container, task: Task, diff: Path, log: Path) -> bool:
+    """Apply the agent's diff in the fresh verifier container."""
+    if diff.stat().st_size == 0:
+        return True
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(diff, Path(tmp) / "kotlin-bench-agent.diff")
+        containers.copy_file_in(container, Path(tmp) / "kotlin-bench-agent.diff", "/tmp")
+    result = containers.run(container, APPLY_DIFF, 300, log, workdir=task.repo_dir)
+    return result.exit_code == 0
 
 
 def _read_reward(run_dir: Path) -> float:
@@ -180,13 +200,10 @@ def run(
     containers.reap(client, key)
     network.reap_networks(client, key)
     started = time.monotonic()
+    labels = {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name}
+    env = task.environment
     container = containers.start(
-        client,
-        task.image,
-        key,
-        {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name},
-        task.environment.cpus,
-        task.environment.memory_mb,
+        client, task.image, key, labels | {"kotlin-bench.phase": "agent"}, env.cpus, env.memory_mb
     )
     try:
         phase = task.agent
@@ -194,20 +211,36 @@ def run(
             container, phase.network_mode, phase.allowed_hosts, key, log_path=run_dir / "proxy.log"
         ) as net:
             outcome = run_agent(agent, task, container, run_dir / "agent.log", env=net.env)
-        result.model = outcome.model or result.model
-        result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
-        _capture_diff(container, task, run_dir / "agent.diff")
-        if outcome.skip_verifier_reason:
-            result.reward, result.status, result.reason = 0.0, "unresolved", outcome.skip_verifier_reason
-        else:
-            _verify(container, task, run_dir, result, key)
-        if outcome.exec.timed_out:
-            result.agent_timed_out = True
-            if result.status != "resolved":
-                result.reason = "agent_timeout"
+        diffable = _capture_diff(container, task, run_dir / "agent.diff")
     finally:
         containers.remove(container)
         network.reap_networks(client, key)
+    result.model = outcome.model or result.model
+    result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
+    diff_text = (run_dir / "agent.diff").read_text(encoding="utf-8", errors="replace")
+    result.changed_files = changed_paths(diff_text)
+    result.flags = flag_changes(result.changed_files)
+    if not diffable:
+        result.reward, result.status, result.reason = 0.0, "unresolved", "diff_unavailable"
+    elif outcome.skip_verifier_reason:
+        result.reward, result.status, result.reason = 0.0, "unresolved", outcome.skip_verifier_reason
+    else:
+        # A fresh container from the pristine image, with only the agent's repository diff applied.
+        container = containers.start(
+            client, task.image, key, labels | {"kotlin-bench.phase": "verifier"}, env.cpus, env.memory_mb
+        )
+        try:
+            if _apply_diff(container, task, run_dir / "agent.diff", run_dir / "verifier.log"):
+                _verify(container, task, run_dir, result, key)
+            else:
+                result.reward, result.status, result.reason = 0.0, "unresolved", "agent_diff_not_applied"
+        finally:
+            containers.remove(container)
+            network.reap_networks(client, key)
+    if outcome.exec.timed_out:
+        result.agent_timed_out = True
+        if result.status != "resolved":
+            result.reason = "agent_timeout"
     result.timings["total_sec"] = round(time.monotonic() - started, 2)
     result.write(run_dir / "result.json")
     return result
