@@ -10,6 +10,8 @@ rule run:
         "../environment.yml"
     resources:
         docker=1,
+        # the try number, for the script to record an error on the last one (scripts see no `attempt`)
+        tries=lambda wildcards, attempt: attempt,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
         agent=lambda wildcards: PLAN.agent_config(wildcards.agent),

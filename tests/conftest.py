@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,6 +85,31 @@ def make_task(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+def copy_repo(dest: Path) -> Path:
+    """A copy of the repository (tracked and new files, nothing ignored: no results, nothing materialized)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for rel in filter(None, (name.decode() for name in listed)):
+        source = REPO / rel
+        if source.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
+
+
+def snakemake(
+    workdir: Path, *args: str, timeout: int = 1800, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the workflow in `workdir` as a user would (the workflow profile applies)."""
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    environ = {**os.environ, **(env or {})}
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=environ)
 
 
 def docker_available() -> bool:

@@ -13,7 +13,9 @@ TASKS = ["examples_calc-4", "acme_widgets-7"]
 
 
 def write_lines(path: Path, lines: list[object]) -> Path:
-    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n", encoding="utf-8"
+    )
     return path
 
 
@@ -21,7 +23,11 @@ def test_both_shapes_and_empty_patches(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "p.jsonl",
         [
-            {"instance_id": "examples_calc-4", "model_name_or_path": "m1", "model_patch": "diff --git a/x b/x\n"},
+            {
+                "instance_id": "examples_calc-4",
+                "model_name_or_path": "m1",
+                "model_patch": "diff --git a/x b/x\n",
+            },
             "",
             {"org": "acme", "repo": "widgets", "number": 7, "fix_patch": None},
         ],
@@ -67,3 +73,30 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
         load_predictions(tmp_path / "bad.jsonl", TASKS)
     with pytest.raises(PredictionsError, match="cannot read"):
         load_predictions(tmp_path / "missing.jsonl", TASKS)
+
+
+def test_agents_from_config_keep_every_field() -> None:
+    from dataclasses import asdict
+
+    from workflow.agents import Agent
+
+    entry = {
+        "name": "h",
+        "kind": "harbor",
+        "harbor_agent": "claude-code",
+        "model": "m",
+        "kwargs": {"b": 2, "a": "x"},
+        "isolate_network": True,
+    }
+    agent = Agent.from_config(entry)
+    assert (agent.harbor_agent, agent.model, agent.kwargs, agent.isolate_network) == (
+        "claude-code",
+        "m",
+        (("a", "x"), ("b", "2")),
+        True,
+    )
+    assert Agent(**asdict(agent)) == agent
+    with pytest.raises(ValueError, match="kind harbor needs `harbor_agent"):
+        Agent.from_config({"name": "h", "kind": "harbor"})
+    with pytest.raises(ValueError, match="unknown kind 'robot'"):
+        Agent.from_config({"name": "r", "kind": "robot"})

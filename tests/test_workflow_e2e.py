@@ -7,24 +7,16 @@ test never touches the developer's own `results/`. Images are shared with the ho
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import copy_repo, snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 # Jobs downstream of any changed run: the summary, its aggregates and plots, and the default target.
 REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "all": 1}
-
-
-def snakemake(workdir: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
 
 
 def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
@@ -40,19 +32,7 @@ def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    work = tmp_path_factory.mktemp("workspace")
-    for rel in filter(None, (name.decode() for name in listed)):
-        source = REPO / rel
-        if source.is_file():
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, work / rel)
-    return work
+    return copy_repo(tmp_path_factory.mktemp("workspace"))
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +86,9 @@ def test_deleting_one_result_reruns_only_that_run(workspace: Path, first_run: pd
     assert planned_jobs(workspace) == {}
 
 
-def test_editing_one_dockerfile_rebuilds_that_image_and_its_runs(workspace: Path, first_run: pd.DataFrame) -> None:
+def test_editing_one_dockerfile_rebuilds_that_image_and_its_runs(
+    workspace: Path, first_run: pd.DataFrame
+) -> None:
     task = example_tasks(workspace)[-1]
     dockerfile = workspace / "examples/tasks" / task / "environment/Dockerfile"
     dockerfile.write_text(dockerfile.read_text(encoding="utf-8") + "# edited by the test\n", encoding="utf-8")

@@ -53,8 +53,18 @@ class Agent:
             raise ValueError(f"agent {entry.get('name')!r}: unknown kind {kind!r}; expected one of {KINDS}")
         if kind == "predictions" and not entry.get("predictions"):
             raise ValueError(f"agent {entry['name']!r}: kind predictions needs `predictions: <file.jsonl>`")
+        if kind == "harbor" and not entry.get("harbor_agent"):
+            raise ValueError(
+                f"agent {entry['name']!r}: kind harbor needs `harbor_agent: <name or module:Class>`"
+            )
         return cls(
-            name=entry["name"], kind=kind, model=entry.get("model"), predictions=entry.get("predictions")
+            name=entry["name"],
+            kind=kind,
+            model=entry.get("model"),
+            predictions=entry.get("predictions"),
+            harbor_agent=entry.get("harbor_agent"),
+            kwargs=tuple(sorted((str(k), str(v)) for k, v in (entry.get("kwargs") or {}).items())),
+            isolate_network=bool(entry.get("isolate_network", False)),
         )
 
 

@@ -32,9 +32,11 @@ class HarborError(RuntimeError):
 
 
 def default_paths(root: Path) -> tuple[str, str | None]:
-    """The harbor binary and DOCKER_CONFIG that scripts/setup_harbor.sh installs, else `harbor` on PATH."""
-    local = root / ".harbor/venv/bin/harbor"
-    config = root / ".harbor/docker-config"
+    """The harbor binary and DOCKER_CONFIG installed by scripts/setup_harbor.sh (into `$KOTLIN_BENCH_HARBOR`,
+    else `<root>/.harbor`), else `harbor` on PATH with the user's own Docker configuration."""
+    prefix = Path(os.environ.get("KOTLIN_BENCH_HARBOR") or root / ".harbor")
+    local = prefix / "venv/bin/harbor"
+    config = prefix / "docker-config"
     return (str(local) if local.exists() else "harbor", str(config) if config.is_dir() else None)
 
 
@@ -164,6 +166,7 @@ def run_trial(
         extra = work / "isolate.compose.yaml"
         extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
     env = dict(os.environ)
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of LiteLLM's remote price list
     if docker_config:
         env["DOCKER_CONFIG"] = docker_config
     cmd = command(harbor_bin, staged, harbor_agent, model, work / "jobs", kwargs or {}, extra)

@@ -25,8 +25,8 @@ with logged(sm.log[0]):
         image = read_sentinel(Path(sm.input[0]))["id"]
         result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
     except Exception as exc:
-        print(f"try {sm.attempt} of {sm.params.retries + 1} failed: {exc}")
-        if sm.attempt <= sm.params.retries:
+        print(f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {exc}")
+        if sm.resources.tries <= sm.params.retries:
             raise
         result = runner.record_error(task, agent, attempt, run_dir, exc)
     print(

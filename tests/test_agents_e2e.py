@@ -1,0 +1,142 @@
+"""Agents end to end on the example dataset: predictions files and Harbor agents through the real
+`harbor` CLI on the task images the workflow built. The same patch must get the same reward everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO, copy_repo, snakemake
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
+HARBOR = Path(os.environ.get("KOTLIN_BENCH_HARBOR", REPO / ".harbor"))
+NOT_A_PATCH = "this is not a diff at all\n"
+STALE_PATCH = (
+    "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+    "@@ -1,2 +1,2 @@\n-a line that is not in the file\n+a replacement\n context that does not exist\n"
+)
+
+
+@pytest.fixture(scope="module")
+def harbor_installed() -> Path:
+    if not (HARBOR / "venv/bin/harbor").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"harbor is not installed at {HARBOR}: CI must run scripts/setup_harbor.sh")
+        pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
+    return HARBOR
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory, harbor_installed: Path) -> pd.DataFrame:
+    work = copy_repo(tmp_path_factory.mktemp("agents"))
+    tasks = sorted(p.parent.name for p in (work / "examples/tasks").glob("*/task.toml"))
+    stamps = [f"examples/tasks/{t}/.materialized.json" for t in tasks]
+    out = snakemake(work, *stamps)
+    assert out.returncode == 0, out.stderr[-3000:]
+    gold = [
+        {
+            "instance_id": t,
+            "model_name_or_path": "gold",
+            "model_patch": (work / f"examples/tasks/{t}/solution/fix.patch").read_text(),
+        }
+        for t in tasks
+    ]
+    (work / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
+    calc, semver, slug, _units = tasks  # units-12 has no line at all: a missing prediction
+    bad = [
+        {"instance_id": calc, "model_name_or_path": "bad", "model_patch": ""},
+        {"org": "examples", "repo": "semver", "number": 6, "fix_patch": NOT_A_PATCH},
+        {"task_id": slug, "model_name_or_path": "bad", "model_patch": STALE_PATCH},
+    ]
+    assert semver == "examples_semver-6"
+    (work / "bad.jsonl").write_text("".join(json.dumps(b) + "\n" for b in bad))
+    config = {
+        "agents": [
+            {"name": "oracle", "kind": "oracle"},
+            {"name": "nop", "kind": "nop"},
+            {"name": "gold", "kind": "predictions", "predictions": "gold.jsonl"},
+            {"name": "bad", "kind": "predictions", "predictions": "bad.jsonl"},
+            {"name": "harbor-oracle", "kind": "harbor", "harbor_agent": "oracle", "isolate_network": True},
+            {"name": "harbor-nop", "kind": "harbor", "harbor_agent": "nop", "isolate_network": True},
+        ],
+        "reproduce": {"reference": {"oracle": "oracle", "gold": "oracle", "harbor-oracle": "oracle"}},
+    }
+    (work / "agents.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(work, "--configfile", "agents.yaml", env={"KOTLIN_BENCH_HARBOR": str(harbor_installed)})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    frame = pd.read_csv(work / "results/summary.csv")
+    frame.attrs["work"] = work
+    return frame
+
+
+def by_agent(frame: pd.DataFrame, agent: str) -> pd.Series:
+    return frame[frame.agent == agent].set_index("task")["reward"].sort_index()
+
+
+def test_gold_predictions_and_harbor_agree_with_our_oracle(results: pd.DataFrame) -> None:
+    oracle = by_agent(results, "oracle")
+    assert len(oracle) == 4 and (oracle == 1.0).all()
+    pd.testing.assert_series_equal(by_agent(results, "gold"), oracle, check_names=False)
+    pd.testing.assert_series_equal(by_agent(results, "harbor-oracle"), oracle, check_names=False)
+    nop = by_agent(results, "nop")
+    assert (nop == 0.0).all()
+    pd.testing.assert_series_equal(by_agent(results, "harbor-nop"), nop, check_names=False)
+    gold_models = results[results.agent == "gold"]["model"]
+    assert (gold_models == "gold").all()
+
+
+def test_bad_predictions_score_zero_with_the_right_reason(results: pd.DataFrame) -> None:
+    bad = results[results.agent == "bad"].set_index("task")
+    assert (bad.reward == 0.0).all() and (bad.status == "unresolved").all()
+    assert bad.loc["examples_calc-4", "reason"] == "empty_patch"
+    assert bad.loc["examples_semver-6", "reason"] == "patch_not_applied"
+    assert bad.loc["examples_slug-8", "reason"] == "patch_not_applied"
+    assert bad.loc["examples_units-12", "reason"] == "empty_patch"
+
+
+def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFrame) -> None:
+    work: Path = results.attrs["work"]
+    run = work / "results/runs/harbor-oracle/examples_calc-4/attempt-1"
+    result = json.loads((run / "result.json").read_text())
+    assert result["kind"] == "harbor" and result["reward"] == 1.0
+    assert (run / result["trial_result"]).is_file()
+    assert (run / "verifier/junit.xml").read_text().count("<testcase") > 0
+    staged = (run / "harbor/task/examples_calc-4/task.toml").read_text()
+    assert 'docker_image = "kotlin-bench/examples_calc:pr-4"' in staged
+
+
+def test_unknown_and_duplicate_prediction_ids_stop_before_any_container(tmp_path: Path) -> None:
+    work = copy_repo(tmp_path / "w")
+    lines = [{"instance_id": "nope-1", "model_patch": "x"}] + [
+        {"instance_id": "examples_calc-4", "model_patch": "x"}
+    ] * 2
+    (work / "p.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + "{broken\n")
+    (work / "p.yaml").write_text(
+        yaml.safe_dump({"agents": [{"name": "p", "kind": "predictions", "predictions": "p.jsonl"}]})
+    )
+    out = snakemake(work, "--dry-run", "--configfile", "p.yaml")
+    assert out.returncode != 0
+    for expected in (
+        "p.jsonl: 3 problem(s)",
+        "unknown task id nope-1",
+        "line 3: duplicate id examples_calc-4",
+        "line 4: malformed",
+    ):
+        assert expected in out.stdout + out.stderr, out.stdout[-2000:]
+
+
+def test_attempts_are_separate_targets(tmp_path: Path) -> None:
+    work = copy_repo(tmp_path / "w")
+    (work / "k.yaml").write_text(yaml.safe_dump({"attempts": 3}))
+    out = snakemake(work, "--dry-run", "--configfile", "k.yaml")
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    for k in (1, 2, 3):
+        assert f"results/runs/oracle/examples_calc-4/attempt-{k}/result.json" in text
+    assert "attempt-4" not in text
