@@ -401,7 +401,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", default=[], metavar="REPO_KEY|IMAGE", help="build only these")
     p.add_argument("--rebuild", action="store_true", help="rebuild images that are present")
     p.set_defaults(func=cmd_build_bases)
+
+    p = sub.add_parser(
+        "errors", help="list the runs recorded as errors; --delete lets the next run redo them"
+    )
+    p.add_argument(
+        "--results", type=Path, default=Path("results"), help="results directory (default: results)"
+    )
+    p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
+    p.set_defaults(func=cmd_errors)
     return parser
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    """Errored runs are results (status `error`); deleting them makes exactly those runs missing, and the
+    next `snakemake` invocation reruns them and nothing else."""
+    from workflow.runner import errored_results
+
+    found = errored_results(args.results)
+    for path, reason in found:
+        _out(f"{path}: {reason}")
+    if args.delete:
+        for path, _ in found:
+            path.unlink()
+    verb = "deleted" if args.delete else "found"
+    _out(
+        f"{len(found)} errored run(s) {verb}"
+        + ("; now run snakemake to redo them" if args.delete and found else "")
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

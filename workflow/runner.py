@@ -66,6 +66,7 @@ class Result:
     verifier_digest: str | None = None
     verifier: dict[str, Any] = field(default_factory=dict)
     agent_result: dict[str, Any] = field(default_factory=dict)
+    tries: list[str] = field(default_factory=list)
     changed_files: list[str] = field(default_factory=list)
     flags: dict[str, list[str]] = field(default_factory=dict)
     trial_result: str | None = None
@@ -275,11 +276,29 @@ def _repository(task: Task) -> str:
     return f"{task.source.owner}/{task.source.name}"
 
 
-def record_error(task: Task, agent: Agent, attempt: int, run_dir: Path, error: BaseException) -> Result:
-    """Record a run that failed for good as an `error` result, so it is visible and can be rerun."""
+def record_error(
+    task: Task, agent: Agent, attempt: int, run_dir: Path, error: BaseException, history: str = ""
+) -> Result:
+    """Record a run that failed for good as an `error` result, so it is visible and can be rerun.
+
+    `history` holds the failures of the earlier tries, one line each; it is kept in the result."""
     result = Result(task.id, _repository(task), agent.name, agent.kind, agent.model, attempt, status="error")
     result.image = task.image
     result.reason = type(error).__name__
     result.error = str(error)[:2000]
+    result.tries = [line for line in history.splitlines() if line.strip()]
     result.write(run_dir / "result.json")
     return result
+
+
+def errored_results(results: Path) -> list[tuple[Path, str]]:
+    """The result.json files under `results/runs` whose status is `error`, with their reason."""
+    found = []
+    for path in sorted((results / "runs").glob("*/*/attempt-*/result.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("status") == "error":
+            found.append((path, f"{data.get('reason')}: {data.get('error')}"))
+    return found

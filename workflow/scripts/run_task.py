@@ -21,14 +21,21 @@ with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)
     attempt = int(sm.wildcards.attempt)
     run_dir = Path(sm.output[0]).parent
+    # Snakemake clears the job log before a retry; each try's failure is kept here too.
+    tries = Path(f"{sm.log[0]}.tries")
+    if sm.resources.tries == 1:
+        tries.unlink(missing_ok=True)
     try:
         image = read_sentinel(Path(sm.input[0]))["id"]
         result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
     except Exception as exc:
-        print(f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {exc}")
+        line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
+        print(line)
+        with tries.open("a", encoding="utf-8") as record:
+            record.write(line + "\n")
         if sm.resources.tries <= sm.params.retries:
             raise
-        result = runner.record_error(task, agent, attempt, run_dir, exc)
+        result = runner.record_error(task, agent, attempt, run_dir, exc, tries.read_text(encoding="utf-8"))
     print(
         f"{task.id} {agent.name} attempt {attempt}: {result.status} reward={result.reward} {result.reason or ''}"
     )
