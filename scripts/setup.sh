@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Set up a Debian host for kotlin-bench: system packages, the Python package with its dependencies,
 # and a running Docker engine. Idempotent; safe to run again.
+# Usage: scripts/setup.sh [--harbor]   (--harbor: also the harbor CLI and the compose v2 plugin, which
+#                                      the test suite needs for its Harbor tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_harbor=0
+for arg in "$@"; do
+  case "$arg" in
+    --harbor) with_harbor=1 ;;
+    *) echo "setup: unknown option $arg (usage: scripts/setup.sh [--harbor])" >&2; exit 2 ;;
+  esac
+done
 
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
@@ -26,3 +35,6 @@ echo "setup: pip install -e '.[dev]'"
 python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
 
 scripts/setup_docker.sh
+if [ "$with_harbor" -eq 1 ]; then
+  scripts/setup_harbor.sh
+fi
