@@ -99,3 +99,18 @@ def test_editing_one_dockerfile_rebuilds_that_image_and_its_runs(
     rerun = summary[summary.task == task].set_index("agent")
     assert rerun.loc["oracle", "reward"] == 1.0 and rerun.loc["nop", "reward"] == 0.0
     assert planned_jobs(workspace) == {}
+
+
+def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
+    workspace: Path, first_run: pd.DataFrame
+) -> None:
+    tasks = example_tasks(workspace)
+    wrong = "task,resolved\n" + "".join(f"{t},{0 if t == tasks[0] else 1}\n" for t in tasks)
+    (workspace / "wrong.csv").write_text(wrong)
+    (workspace / "wrong.yaml").write_text("reproduce:\n  reference: {oracle: wrong.csv, nop: nop}\n")
+    out = snakemake(workspace, "results/summary.md", "--configfile", "wrong.yaml")
+    assert out.returncode == 0, out.stderr[-3000:]
+    oracle = (workspace / "results/reproduce/oracle.md").read_text()
+    assert f"NOT REPRODUCED: 1 task differs: {tasks[0]}" in oracle
+    assert "REPRODUCED: 4/4 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
+    assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "all": 1}
