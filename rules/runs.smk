@@ -1,6 +1,8 @@
 rule run:
     input:
         run_inputs,
+        # a script agent's script: editing it reruns that agent's runs
+        agent_script=lambda wildcards: PLAN.agents[wildcards.agent].script or [],
     output:
         run_result("{agent}", "{task}", "{attempt}"),
     log:

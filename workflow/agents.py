@@ -8,11 +8,18 @@ Kinds:
   patch or one that does not apply is a result (reward 0, reason `empty_patch` / `patch_not_applied`),
   and the verifier is skipped for it;
 - `harbor`: a Harbor agent (`harbor_agent: claude-code`, `model: ...`) run by the `harbor` CLI on the task
-  image the workflow built (see `workflow.harbor`).
+  image the workflow built (see `workflow.harbor`);
+- `script`: your own bash script (`script: path/to/agent.sh`, relative to the workflow directory), copied
+  into the container and run with bash in the repository directory under the agent timeout and network
+  mode. It sees `KOTLIN_BENCH_TASK`, `KOTLIN_BENCH_REPO_DIR`, `KOTLIN_BENCH_BASE_COMMIT` and
+  `KOTLIN_BENCH_INSTRUCTION` (the path of the task's instruction.md in the container). Its exit status is
+  recorded in agent.log only; its work is whatever it leaves in the repository. Processes it leaves behind
+  keep running until the agent container is removed; none of them reach the verifier.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import tempfile
 from dataclasses import dataclass
@@ -26,8 +33,9 @@ from workflow.tasks import Task
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-KINDS = ("oracle", "nop", "predictions", "harbor")
+KINDS = ("oracle", "nop", "predictions", "harbor", "script")
 PATCH_DIR = "/tmp/kotlin-bench-agent"
+SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 # git apply first; GNU patch with fuzz as the fallback SWE-bench users expect, where installed.
 APPLY_SCRIPT = (
     "git apply --whitespace=nowarn {patch} && exit 0; "
@@ -45,6 +53,7 @@ class Agent:
     harbor_agent: str | None = None
     kwargs: tuple[tuple[str, str], ...] = ()
     isolate_network: bool = False
+    script: str | None = None
 
     @classmethod
     def from_config(cls, entry: dict[str, Any]) -> Agent:
@@ -57,6 +66,14 @@ class Agent:
             raise ValueError(
                 f"agent {entry['name']!r}: kind harbor needs `harbor_agent: <name or module:Class>`"
             )
+        if kind == "script":
+            script = entry.get("script")
+            if not script:
+                raise ValueError(
+                    f"agent {entry['name']!r}: kind script needs `script: <path to a bash script>`"
+                )
+            if not Path(script).is_file():
+                raise ValueError(f"agent {entry['name']!r}: script {script!r} is not a file")
         return cls(
             name=entry["name"],
             kind=kind,
@@ -65,6 +82,7 @@ class Agent:
             harbor_agent=entry.get("harbor_agent"),
             kwargs=tuple(sorted((str(k), str(v)) for k, v in (entry.get("kwargs") or {}).items())),
             isolate_network=bool(entry.get("isolate_network", False)),
+            script=entry.get("script"),
         )
 
 
@@ -93,6 +111,8 @@ def run_agent(
         )
     if agent.kind == "predictions":
         return _apply_prediction(agent, task, container, log_path, timeout, env)
+    if agent.kind == "script":
+        return _run_script(agent, task, container, log_path, timeout, env)
     log_path.write_text("nop: the agent phase does nothing\n", encoding="utf-8")
     return Outcome(NOTHING)
 
@@ -114,3 +134,41 @@ def _apply_prediction(
     result = containers.run(container, wrapped, timeout, log_path, task.repo_dir, env)
     reason = None if result.exit_code == 0 else "patch_not_applied"
     return Outcome(result, skip_verifier_reason=reason, model=model)
+
+
+def harness_paths(agent: Agent) -> tuple[str, ...]:
+    """Paths outside the repository that the harness itself writes in the agent phase of `agent`."""
+    return ("/solution",) if agent.kind == "oracle" else ()
+
+
+def script_digest(agent: Agent) -> str | None:
+    """sha256 of a script agent's script (None for other kinds): a run parameter, so an edited script
+    reruns that agent's runs."""
+    if agent.script is None:
+        return None
+    return hashlib.sha256(Path(agent.script).read_bytes()).hexdigest()
+
+
+def _run_script(
+    agent: Agent, task: Task, container: Container, log_path: Path, timeout: float, env: dict[str, str] | None
+) -> Outcome:
+    assert agent.script is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "agent.sh").write_bytes(Path(agent.script).read_bytes())
+        instruction = task.path / "instruction.md"
+        if instruction.is_file():
+            (Path(tmp) / "instruction.md").write_bytes(instruction.read_bytes())
+        containers.copy_dir_in(container, Path(tmp), SCRIPT_DIR)
+    env = {
+        **(env or {}),
+        "KOTLIN_BENCH_TASK": task.id,
+        "KOTLIN_BENCH_REPO_DIR": task.repo_dir,
+        "KOTLIN_BENCH_BASE_COMMIT": task.base_commit,
+        "KOTLIN_BENCH_INSTRUCTION": f"{SCRIPT_DIR}/instruction.md",
+    }
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"script: {agent.script}\n")
+    result = containers.run(container, f"bash {SCRIPT_DIR}/agent.sh", timeout, log_path, task.repo_dir, env)
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"\nscript: exit code {result.exit_code}{' (timed out)' if result.timed_out else ''}\n")
+    return Outcome(result)

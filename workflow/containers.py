@@ -1,6 +1,8 @@
 """Thin helpers over the Docker SDK for one run's container: start, exec under a deadline, copy in and out.
 
 Every container carries the label `kotlin-bench.run=<run key>` and is removed by `reap` or `remove`.
+A container that stops under a phase without our watchdog stopping it (killed from outside, its init
+killed for memory, the engine restarted) raises `ContainerError`: that phase has no result.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ if TYPE_CHECKING:
 RUN_LABEL = "kotlin-bench.run"
 MAX_LOG_BYTES = 64 * 1024 * 1024
 KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+
+
+class ContainerError(RuntimeError):
+    """The container stopped while a phase ran in it; nothing it left can be taken as a result."""
 
 
 @dataclass(frozen=True)
@@ -99,16 +105,85 @@ def run(
             done.set()
         if written >= MAX_LOG_BYTES:
             log.write(b"\n[kotlin-bench: log truncated]\n")
-    exit_code = None if killed.is_set() else api.exec_inspect(exec_id)["ExitCode"]
-    timed_out = killed.is_set() or exit_code in (124, 137)
-    return ExecResult(exit_code=exit_code, timed_out=timed_out, seconds=time.monotonic() - started)
+    seconds = time.monotonic() - started
+    if killed.is_set():
+        return ExecResult(exit_code=None, timed_out=True, seconds=seconds)
+    exit_code = api.exec_inspect(exec_id)["ExitCode"]
+    # 124: `timeout` stopped it with TERM; 137 after the deadline: with KILL. A 137 before the deadline
+    # is a process killed by someone else (the OOM killer, another process), not a timeout.
+    timed_out = exit_code == 124 or (exit_code == 137 and seconds >= timeout)
+    check_running(container, settle=5.0 if exit_code == 137 and not timed_out else 0.0)
+    return ExecResult(exit_code=exit_code, timed_out=timed_out, seconds=seconds)
+
+
+def check_running(container: Container, settle: float = 0.0) -> None:
+    """Raise ContainerError when the container is no longer running. With `settle`, wait that long for
+    a container that is being killed to say so (its exec can end before its state changes)."""
+    deadline = time.monotonic() + settle
+    container.reload()
+    while container.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.25)
+        container.reload()
+    if container.status != "running":
+        state = container.attrs.get("State", {})
+        raise ContainerError(
+            f"container {container.short_id} stopped during the phase (status {container.status}, exit code "
+            f"{state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')}): killed from outside, out of "
+            "memory, or the engine restarted"
+        )
+
+
+def revive(container: Container) -> None:
+    """Start a stopped container again (its processes are gone, its filesystem is kept)."""
+    container.reload()
+    if container.status != "running":
+        container.start()
+
+
+def oom_kills(container: Container, since: float) -> int:
+    """How many times the kernel's OOM killer struck in the container since `since` (a time.time()).
+
+    The engine's events are the host's view, which nothing inside the container can fake.
+    """
+    events = container.client.events(
+        since=since, until=time.time() + 1, filters={"container": container.id, "event": "oom"}, decode=True
+    )
+    return sum(1 for _ in events)
 
 
 def output(
-    container: Container, script: str, workdir: str | None = None, env: dict[str, str] | None = None
+    container: Container,
+    script: str,
+    workdir: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
 ) -> tuple[int, bytes]:
-    """Run a short bash script and return its exit code and stdout."""
-    result = container.exec_run(["bash", "-c", script], workdir=workdir, demux=True, environment=env or {})
+    """Run a short bash script and return its exit code and stdout (-1 when it did not finish).
+
+    Past `timeout` the container is killed: whatever an agent left in it (a hanging `git`, say) cannot
+    hang the workflow.
+    """
+    done, killed = threading.Event(), threading.Event()
+
+    def watchdog() -> None:
+        if not done.wait(timeout):
+            killed.set()
+            with contextlib.suppress(Exception):
+                container.kill()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    try:
+        result = container.exec_run(
+            ["bash", "-c", script], workdir=workdir, demux=True, environment=env or {}
+        )
+    except Exception:
+        if killed.is_set():
+            return -1, b""
+        raise
+    finally:
+        done.set()
+    if killed.is_set() or result.exit_code is None:
+        return -1, b""
     stdout, _stderr = result.output
     return result.exit_code, stdout or b""
 

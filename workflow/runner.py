@@ -7,24 +7,34 @@ happens. The run directory ends with `result.json`, written last and atomically.
 
 An unresolved task is a result. A failure of the harness or the engine raises `RunError`; the caller
 decides whether to retry or record it as an `error` result (see `record_error`).
+
+Integrity (see `workflow.integrity` and the README's threat model): only the agent's repository diff
+reaches the verifier; what the agent changed elsewhere is listed in `flags.outside_repo`; a reward of 1
+stands only if the host's own re-scoring of the copied-out JUnit XML agrees. A container that stops, or
+runs out of memory, under the verifier is an error, not a score. Only one process works on a run
+directory at a time (a lock beside it), and the containers of a run carry its key, which names the
+workflow directory too, so two checkouts never reap each other's containers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workflow import HARNESS_VERSION, containers, harbor, network
-from workflow.agents import Agent, run_agent
-from workflow.images import docker_client, image_id
-from workflow.integrity import changed_paths, flag_changes
+from workflow.agents import Agent, harness_paths, run_agent
+from workflow.images import ImageError, docker_client, image_id
+from workflow.integrity import changed_paths, flag_changes, outside_changes, verdict_problem
 from workflow.tasks import Task
 
 if TYPE_CHECKING:
@@ -38,6 +48,8 @@ DIFF_SCRIPT = (
     '>/dev/null 2>&1 && GIT_INDEX_FILE="$idx" git diff --cached --binary "$BASE"; rc=$?; rm -f "$idx"; exit $rc'
 )
 APPLY_DIFF = "git apply --binary --whitespace=nowarn /tmp/kotlin-bench-agent.diff"
+WORKDIR_LABEL = "kotlin-bench.workdir"
+DIFF_TIMEOUT = 600.0
 
 
 class RunError(RuntimeError):
@@ -74,8 +86,12 @@ class Result:
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no partial file behind
+            raise
 
 
 def _digest(root: Path, paths: list[Path]) -> str:
@@ -97,14 +113,70 @@ def verifier_digest(task: Task) -> str:
     return _digest(tests, [p for p in tests.iterdir() if p.is_file() and p.suffix in (".sh", ".py")])
 
 
+def _digests(task: Task) -> tuple[str | None, str | None]:
+    try:
+        return task_digest(task), verifier_digest(task)
+    except OSError:
+        return None, None
+
+
+def workdir_tag(workdir: Path | None = None) -> str:
+    """8 hex digits naming the workflow directory (part of every run key)."""
+    return hashlib.sha256(str((workdir or Path.cwd()).resolve()).encode()).hexdigest()[:8]
+
+
 def run_key(task: Task, agent: Agent, attempt: int) -> str:
-    return f"{agent.name}.{task.id}.{attempt}"
+    return f"{agent.name}.{task.id}.{attempt}.{workdir_tag()}"
+
+
+def reap_stale(workdir: Path | None = None) -> int:
+    """Remove every container and per-run network of this workflow directory's runs; returns how many
+    runs had some. Call it only where no run of the directory can be live: at workflow start, under
+    Snakemake's lock (a run killed with Snakemake leaves its container running until then)."""
+    client = docker_client()
+    tag = workdir_tag(workdir)
+    keys = {
+        c.labels.get(containers.RUN_LABEL, "")
+        for c in client.containers.list(all=True, filters={"label": containers.RUN_LABEL})
+    }
+    stale = sorted(k for k in keys if k.endswith(f".{tag}"))
+    for key in stale:
+        containers.reap(client, key)
+        network.reap_networks(client, key)
+    return len(stale)
+
+
+def wait_for_engine(seconds: float) -> bool:
+    """Wait until the Docker engine answers (e.g. while it restarts); False if it does not in time."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            docker_client(timeout=10)
+            return True
+        except ImageError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(2)
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path) -> Iterator[None]:
+    """Hold the run's lock: a run orphaned by a killed Snakemake finishes before a new try clears it."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    with (run_dir.parent / f".{run_dir.name}.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"kotlin-bench: another process is working on {run_dir}; waiting for it", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _capture_diff(container: Container, task: Task, out: Path) -> bool:
     """Write the agent's diff; False when the repository is too broken to diff against the base."""
+    containers.revive(container)  # our watchdog may have killed it at a hard agent timeout
     code, diff = containers.output(
-        container, DIFF_SCRIPT, workdir=task.repo_dir, env={"BASE": task.base_commit}
+        container, DIFF_SCRIPT, workdir=task.repo_dir, env={"BASE": task.base_commit}, timeout=DIFF_TIMEOUT
     )
     out.write_bytes(diff if code == 0 else b"")
     return code == 0
@@ -149,6 +221,7 @@ def _clear(run_dir: Path) -> None:
 def _verify(container: Container, task: Task, run_dir: Path, result: Result, key: str) -> None:
     containers.copy_dir_in(container, task.path / "tests", "/tests")
     phase = task.verifier
+    since = time.time()
     with network.enter_phase(container, phase.network_mode, phase.allowed_hosts, key) as net:
         verifier = containers.run(
             container,
@@ -161,11 +234,23 @@ def _verify(container: Container, task: Task, run_dir: Path, result: Result, key
     result.timings["verifier_sec"] = round(verifier.seconds, 2)
     if not containers.copy_dir_out(container, VERIFIER_DIR, run_dir):
         raise RunError(f"the verifier left no {VERIFIER_DIR} (see verifier.log)")
+    if containers.oom_kills(container, since):
+        raise RunError(
+            f"out of memory: the kernel killed a process of the verifier container "
+            f"(memory_mb = {task.environment.memory_mb})"
+        )
     if verifier.timed_out:
         result.reward, result.status, result.reason = 0.0, "unresolved", "verifier_timeout"
         return
+    if verifier.exit_code != 0:
+        raise RunError(f"test.sh exited with {verifier.exit_code}: it was killed before it finished")
     result.reward = _read_reward(run_dir)
     result.verifier = _read_report(run_dir)
+    problem = verdict_problem(task, run_dir / "verifier", result.reward)
+    if problem:
+        result.reward = 0.0
+        result.flags["verifier"] = [problem]
+        result.verifier["reasons"] = [f"verifier_tampered: {problem}", *result.verifier.get("reasons", [])]
     result.status = "resolved" if result.reward == 1.0 else "unresolved"
     if result.status == "unresolved":
         reasons = result.verifier.get("reasons") or ["unresolved"]
@@ -176,6 +261,11 @@ def run(
     task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_id: str | None = None
 ) -> Result:
     """Evaluate one (task, agent, attempt); returns the result that has been written to result.json."""
+    with _exclusive(run_dir):
+        return _run(task, agent, attempt, run_dir, expected_image_id)
+
+
+def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_id: str | None) -> Result:
     if not task.has_expected_tests:
         raise RunError(f"task {task.id} has no tests/expected_tests.json; it cannot be scored")
     client = docker_client()
@@ -195,13 +285,14 @@ def run(
         image=task.image,
         image_id=found,
     )
+    result.task_digest, result.verifier_digest = _digests(task)
     if agent.kind == "harbor":
         return _run_harbor(task, agent, run_dir, result)
     key = run_key(task, agent, attempt)
     containers.reap(client, key)
     network.reap_networks(client, key)
     started = time.monotonic()
-    labels = {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name}
+    labels = {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name, WORKDIR_LABEL: str(Path.cwd())}
     env = task.environment
     container = containers.start(
         client, task.image, key, labels | {"kotlin-bench.phase": "agent"}, env.cpus, env.memory_mb
@@ -213,6 +304,7 @@ def run(
         ) as net:
             outcome = run_agent(agent, task, container, run_dir / "agent.log", env=net.env)
         diffable = _capture_diff(container, task, run_dir / "agent.diff")
+        outside = outside_changes(container.diff() or [], task.repo_dir, harness_paths(agent))
     finally:
         containers.remove(container)
         network.reap_networks(client, key)
@@ -220,7 +312,7 @@ def run(
     result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
     diff_text = (run_dir / "agent.diff").read_text(encoding="utf-8", errors="replace")
     result.changed_files = changed_paths(diff_text)
-    result.flags = flag_changes(result.changed_files)
+    result.flags = flag_changes(result.changed_files, diff_text) | {"outside_repo": outside}
     if not diffable:
         result.reward, result.status, result.reason = 0.0, "unresolved", "diff_unavailable"
     elif outcome.skip_verifier_reason:
@@ -284,9 +376,19 @@ def record_error(
     `history` holds the failures of the earlier tries, one line each; it is kept in the result."""
     result = Result(task.id, _repository(task), agent.name, agent.kind, agent.model, attempt, status="error")
     result.image = task.image
+    result.task_digest, result.verifier_digest = _digests(task)
     result.reason = type(error).__name__
     result.error = str(error)[:2000]
     result.tries = [line for line in history.splitlines() if line.strip()]
+    result.write(run_dir / "result.json")
+    return result
+
+
+def record_invalid_task(task_id: str, agent: Agent, attempt: int, run_dir: Path, error: Exception) -> Result:
+    """Record a run whose task directory is unusable (`workflow.tasks.TaskError`) as an `error` result."""
+    result = Result(task_id, "", agent.name, agent.kind, agent.model, attempt, status="error")
+    result.reason, result.error = "task_invalid", str(error)[:2000]
+    _clear(run_dir)
     result.write(run_dir / "result.json")
     return result
 

@@ -2,8 +2,11 @@
 
 An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded as
 an `error` result instead, so that the summary shows it and `rerun-errors` can find it.
+SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the runner's `finally`
+blocks remove the run's containers, and no result is written.
 """
 
+import signal
 import sys
 from pathlib import Path
 
@@ -13,29 +16,45 @@ from workflow import runner
 from workflow.agents import Agent
 from workflow.images import read_sentinel
 from workflow.smk import logged
-from workflow.tasks import load_task
+from workflow.tasks import TaskError, load_task
 
+
+def _interrupted(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _interrupted)
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    task = load_task(Path(sm.params.task_dir))
     agent = Agent(**sm.params.agent)
     attempt = int(sm.wildcards.attempt)
     run_dir = Path(sm.output[0]).parent
-    # Snakemake clears the job log before a retry; each try's failure is kept here too.
-    tries = Path(f"{sm.log[0]}.tries")
-    if sm.resources.tries == 1:
-        tries.unlink(missing_ok=True)
     try:
-        image = read_sentinel(Path(sm.input[0]))["id"]
-        result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
-    except Exception as exc:
-        line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
-        print(line)
-        with tries.open("a", encoding="utf-8") as record:
-            record.write(line + "\n")
-        if sm.resources.tries <= sm.params.retries:
-            raise
-        result = runner.record_error(task, agent, attempt, run_dir, exc, tries.read_text(encoding="utf-8"))
-    print(
-        f"{task.id} {agent.name} attempt {attempt}: {result.status} reward={result.reward} {result.reason or ''}"
-    )
+        task = load_task(Path(sm.params.task_dir))
+    except TaskError as exc:
+        # A bad task is a result (status error, naming the file), not a failed job: no retry can fix it,
+        # and the summary of the other tasks must not wait for it.
+        print(f"invalid task: {exc}")
+        runner.record_invalid_task(sm.wildcards.task, agent, attempt, run_dir, exc)
+    else:
+        # Snakemake clears the job log before a retry; each try's failure is kept here too.
+        tries = Path(f"{sm.log[0]}.tries")
+        if sm.resources.tries == 1:
+            tries.unlink(missing_ok=True)
+        try:
+            image = read_sentinel(Path(sm.input[0]))["id"]
+            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
+        except Exception as exc:
+            line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
+            print(line)
+            with tries.open("a", encoding="utf-8") as record:
+                record.write(line + "\n")
+            if sm.resources.tries <= sm.params.retries:
+                runner.wait_for_engine(120)  # an engine that restarts gets time to come back before the retry
+                raise
+            result = runner.record_error(
+                task, agent, attempt, run_dir, exc, tries.read_text(encoding="utf-8")
+            )
+        print(
+            f"{task.id} {agent.name} attempt {attempt}: {result.status} reward={result.reward} {result.reason or ''}"
+        )

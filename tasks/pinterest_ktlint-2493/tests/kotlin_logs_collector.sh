@@ -10,6 +10,10 @@
 # inside one <testsuites> root; the result is checked by junit_compare.py, not here. With no
 # report, <out_xml> is an empty <testsuites/>. Runs in the task container: bash, find, python3
 # (standard library only).
+#
+# Exit status: 0, or 3 when the reports together exceed KOTLIN_BENCH_MAX_REPORT_BYTES (default
+# 256 MiB): then <out_xml> is an empty <testsuites/> and nothing was merged (a flood of XML must not
+# fill the disk or the memory, nor be copied out of the container).
 set -u
 
 if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
@@ -46,13 +50,20 @@ import re
 import sys
 import tempfile
 
-list_file, out_xml, marker = sys.argv[1:4]
+list_file, out_xml, marker, max_bytes = sys.argv[1:5]
 DECLARATION = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*<\?xml\b.*?\?>", re.DOTALL)
+HEAD = 4096
+CHUNK = 1 << 20
 
 with open(list_file, "rb") as stream:
     paths = sorted(p for p in stream.read().split(b"\0") if p)
 since = os.stat(marker).st_mtime_ns if marker else None
 fresh = [p for p in paths if since is None or os.stat(p).st_mtime_ns >= since]
+total = sum(os.stat(p).st_size for p in fresh)
+if total > int(max_bytes):
+    print(f"collector: {len(fresh)} report file(s) of {total} bytes exceed the cap of {max_bytes} bytes; "
+          "collecting nothing", file=sys.stderr)
+    sys.exit(3)
 
 out_dir = os.path.dirname(os.path.abspath(out_xml))
 fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".collector.", suffix=".tmp")
@@ -64,8 +75,12 @@ try:
         else:
             out.write(b"<testsuites>\n")
             for path in fresh:
+                # Streamed: only the head is searched for the declaration.
                 with open(path, "rb") as report:
-                    out.write(DECLARATION.sub(b"", report.read(), count=1).strip() + b"\n")
+                    out.write(DECLARATION.sub(b"", report.read(HEAD), count=1).lstrip())
+                    while chunk := report.read(CHUNK):
+                        out.write(chunk)
+                out.write(b"\n")
             out.write(b"</testsuites>\n")
     os.chmod(tmp, 0o644)
     os.replace(tmp, out_xml)
@@ -78,8 +93,11 @@ for path in fresh:
     print("  " + os.fsdecode(path).encode("utf-8", "backslashreplace").decode("utf-8"))
 PY
 
-if ! python3 -c "$MERGE_PY" "$list_file" "$out_xml" "$marker"; then
+python3 -c "$MERGE_PY" "$list_file" "$out_xml" "$marker" "${KOTLIN_BENCH_MAX_REPORT_BYTES:-268435456}"
+status=$?
+if [ "$status" -ne 0 ]; then
     echo "collector: merging failed; writing an empty <testsuites/>" >&2
     write_empty
+    [ "$status" -eq 3 ] && exit 3
 fi
 exit 0

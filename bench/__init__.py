@@ -1,0 +1,1 @@
+"""kotlin-bench performance suite: the harness against the bare test run and against Harbor (see README.md)."""

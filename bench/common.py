@@ -1,0 +1,294 @@
+"""Shared pieces of the suite: results rows, workspaces, timed commands, peak-memory polling, statistics."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+HARBOR_BIN = REPO / ".harbor/venv/bin/harbor"
+HARBOR_DOCKER_CONFIG = REPO / ".harbor/docker-config"
+# Our runs use their own agent name: the run key (`<agent>.<task>.<attempt>`) labels containers, and a run
+# reaps containers with its key, so a name shared with a concurrent workspace would reap its containers.
+AGENT = "bench-oracle"
+EXAMPLE_TASKS = ("examples_calc-4", "examples_semver-6", "examples_slug-8", "examples_units-12")
+CSV_FIELDS = ("section", "case", "variant", "task", "rep", "metric", "value", "unit", "ok", "note")
+
+
+def log(message: str) -> None:
+    print(f"[{datetime.now().strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    section: str
+    case: str
+    variant: str
+    task: str
+    rep: int
+    metric: str
+    value: float
+    unit: str = "s"
+    ok: bool = True
+    note: str = ""
+
+
+@dataclass
+class Recorder:
+    """Rows of one suite run; the CSV is rewritten after every row, so an interrupted run keeps its data."""
+
+    path: Path
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, *rows: Row) -> None:
+        self.rows.extend(rows)
+        tmp = self.path.with_suffix(".tmp")
+        with tmp.open("w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=CSV_FIELDS)
+            writer.writeheader()
+            for row in self.rows:
+                writer.writerow(asdict(row))
+        tmp.replace(self.path)
+
+
+def read_rows(path: Path) -> list[Row]:
+    types = {f.name: f.type for f in fields(Row)}
+    rows = []
+    with path.open(encoding="utf-8") as source:
+        for raw in csv.DictReader(source):
+            values: dict[str, Any] = dict(raw)
+            values["rep"] = int(raw["rep"])
+            values["value"] = float(raw["value"])
+            values["ok"] = raw["ok"] == "True"
+            rows.append(Row(**{k: values[k] for k in types}))
+    return rows
+
+
+@dataclass
+class Context:
+    """What every section gets: where to write, how often to repeat, the shared workspace."""
+
+    out: Path
+    tmp: Path
+    quick: bool
+    reps: int
+    recorder: Recorder
+    workspace: Path | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# statistics
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    low: float
+    high: float
+    n: int
+
+    def text(self, digits: int = 2) -> str:
+        if self.n == 0:
+            return "n/a"
+        if self.n == 1:
+            return f"{self.median:.{digits}f}"
+        return f"{self.median:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def spread(values: Sequence[float]) -> Spread:
+    if not values:
+        return Spread(float("nan"), float("nan"), float("nan"), 0)
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+# --------------------------------------------------------------------------------------------------
+# commands
+
+
+@dataclass(frozen=True)
+class Timed:
+    returncode: int
+    seconds: float
+    stdout: str
+    stderr: str
+
+
+def run_timed(
+    cmd: Sequence[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 3600,
+    log_path: Path | None = None,
+) -> Timed:
+    """Run a command, time it with a monotonic clock; output captured (and appended to `log_path`)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        list(cmd), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    seconds = time.monotonic() - started
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("a", encoding="utf-8") as out:
+            out.write(f"$ {' '.join(cmd)}  (cwd {cwd}, exit {done.returncode}, {seconds:.2f}s)\n")
+            out.write(done.stdout[-20000:] + done.stderr[-20000:] + "\n")
+    return Timed(done.returncode, seconds, done.stdout, done.stderr)
+
+
+def snakemake(workspace: Path, *args: str, cores: int = 2, log_path: Path | None = None) -> Timed:
+    """One `python -m snakemake --cores N ...` invocation in a workspace (its profile applies)."""
+    return run_timed(
+        [sys.executable, "-m", "snakemake", "--cores", str(cores), *args],
+        cwd=workspace,
+        timeout=7200,
+        log_path=log_path,
+    )
+
+
+def job_counts(text: str) -> dict[str, int]:
+    """Rule name -> job count from Snakemake's "Job stats" table; {} when there was nothing to do."""
+    if "Nothing to be done" in text or "Job stats:" not in text:
+        return {}
+    block = text.split("Job stats:", 1)[1]
+    found = {}
+    for match in re.finditer(r"^(\w+)\s+(\d+)\s*$", block, re.MULTILINE):
+        if match[1] == "total":
+            break
+        found[match[1]] = int(match[2])
+    return found
+
+
+class PeakRss:
+    """Poll the resident set size of a process tree (the process and all its descendants, summed)."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _sample(self) -> int:
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                total += proc.memory_info().rss
+        return total
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# --------------------------------------------------------------------------------------------------
+# workspaces
+
+
+def repo_files(root: Path = REPO) -> list[str]:
+    """Tracked files and new files that are not ignored (what the e2e test copies)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    return [name.decode() for name in listed if name]
+
+
+def make_workspace(dest: Path, root: Path = REPO) -> Path:
+    """A copy of the repository without results, materialized files or caches (like the e2e test), plus
+    the `npm pack`ed toolchain packages, which are ignored by git but needed offline by the toolchain build."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in repo_files(root):
+        source = root / rel
+        if rel.startswith("bench/") or not source.is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest / rel)
+    packs = root / "examples/bases/toolchain/npm-packs"
+    if packs.is_dir():
+        shutil.copytree(packs, dest / "examples/bases/toolchain/npm-packs", dirs_exist_ok=True)
+    return dest
+
+
+def write_config(workspace: Path, attempts: int, agents: list[dict[str, str]] | None = None) -> None:
+    """The workspace's config.yaml: the example dataset, our agent name, `attempts` attempts."""
+    base = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    base["agents"] = agents or [{"name": AGENT, "kind": "oracle"}]
+    base["attempts"] = attempts
+    base.pop("reproduce", None)  # its references name the default agents
+    (workspace / "config.yaml").write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
+
+
+def task_sentinel(task: str) -> str:
+    return f"results/images/task/{task}.json"
+
+
+def stamp(task: str) -> str:
+    return f"examples/tasks/{task}/.materialized.json"
+
+
+def result_path(task: str, attempt: int, agent: str = AGENT) -> str:
+    return f"results/runs/{agent}/{task}/attempt-{attempt}/result.json"
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def docker_env_without_engine() -> dict[str, str]:
+    """An environment in which any Docker call fails (proves a dry run does not touch the engine)."""
+    return dict(os.environ) | {"DOCKER_HOST": "unix:///nonexistent/kotlin-bench-bench.sock"}
+
+
+def harbor_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["DOCKER_CONFIG"] = str(HARBOR_DOCKER_CONFIG)
+    # Offline host: LiteLLM (imported by Harbor) would otherwise try to fetch its price list at start-up.
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    return env
+
+
+def now_stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+@contextlib.contextmanager
+def section_timer(name: str) -> Iterator[None]:
+    started = time.monotonic()
+    log(f"== {name}")
+    try:
+        yield
+    finally:
+        log(f"== {name} done in {time.monotonic() - started:.0f}s")

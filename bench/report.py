@@ -1,0 +1,327 @@
+"""summary.md from the rows of results.csv: the targets, then one table per section (medians [min, max])."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from bench.common import Row, spread
+
+TARGET_OVERHEAD = 1.15
+TARGET_HARBOR_DEFAULT = 2.0
+TARGET_HARBOR_PREBUILT = 1.0
+TARGET_NOOP_SEC = 10.0
+TARGET_DRY_RUN_SEC = 15.0
+TARGET_DRY_RUN_MB = 500.0
+
+
+def _select(rows: Iterable[Row], **match: object) -> list[Row]:
+    return [r for r in rows if all(getattr(r, k) == v for k, v in match.items())]
+
+
+def _values(rows: Iterable[Row], **match: object) -> list[float]:
+    return [r.value for r in _select(rows, **match) if not math.isnan(r.value)]
+
+
+def paired_ratios(
+    rows: list[Row], section: str, variant: str, reference: str, task: str | None = None
+) -> list[float]:
+    """variant / reference of the wall times measured side by side (same task and repetition)."""
+    by_key: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    for r in _select(rows, section=section, metric="wall_sec"):
+        if r.ok and (task is None or r.task == task):
+            by_key[(r.task, r.rep)][r.variant] = r.value
+    return [v[variant] / v[reference] for v in by_key.values() if variant in v and reference in v]
+
+
+def _verdict(value: float, goal: float, at_most: bool) -> str:
+    if math.isnan(value):
+        return "not measured"
+    margin = goal - value if at_most else value - goal
+    if margin >= 0:
+        return f"PASS (margin {margin:.2f})"
+    return f"MISS by {-margin:.2f} ({-margin / goal:.0%} of the goal)"
+
+
+def _md_table(header: list[str], body: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return [*lines, ""]
+
+
+def targets(rows: list[Row]) -> list[str]:
+    body = []
+    for variant, label in (("snakemake", "snakemake invocation"), ("runner", "workflow.runner.run")):
+        s = spread(paired_ratios(rows, "overhead", variant, "bare"))
+        body.append(
+            [
+                f"1. one oracle run, {label} / bare `docker run` (all tasks x reps)",
+                s.text(),
+                f"≤ {TARGET_OVERHEAD}",
+                _verdict(s.median, TARGET_OVERHEAD, True),
+            ]
+        )
+    for variant, goal in (
+        ("harbor_default", TARGET_HARBOR_DEFAULT),
+        ("harbor_prebuilt", TARGET_HARBOR_PREBUILT),
+    ):
+        s = spread(paired_ratios(rows, "attempts", variant, "kotlin_bench"))
+        body.append(
+            [
+                f"2. k=3 oracle, {variant} / kotlin_bench (speed-up)",
+                s.text(),
+                f"≥ {goal}",
+                _verdict(s.median, goal, False),
+            ]
+        )
+    noop = spread(
+        _values([r for r in rows if r.ok], section="incremental", variant="noop", metric="wall_sec")
+    )
+    body.append(
+        [
+            "3. no-op invocation (s)",
+            noop.text(),
+            f"≤ {TARGET_NOOP_SEC}",
+            _verdict(noop.median, TARGET_NOOP_SEC, True),
+        ]
+    )
+    dry = spread(_values(rows, section="scale", case="1590", variant="dry_run", metric="wall_sec"))
+    body.append(
+        [
+            "4. dry run, 1,590 runs (s)",
+            dry.text(),
+            f"≤ {TARGET_DRY_RUN_SEC}",
+            _verdict(dry.median, TARGET_DRY_RUN_SEC, True),
+        ]
+    )
+    rss = spread(_values(rows, section="scale", case="1590", variant="dry_run", metric="peak_rss_tree_mb"))
+    body.append(
+        [
+            "4. dry run, 1,590 runs, peak RSS of the process tree (MB)",
+            rss.text(0),
+            f"≤ {TARGET_DRY_RUN_MB:.0f}",
+            _verdict(rss.median, TARGET_DRY_RUN_MB, True),
+        ]
+    )
+    return ["## Targets", "", *_md_table(["target", "measured: median [min, max]", "goal", "result"], body)]
+
+
+def overhead(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="overhead")
+    if not sec:
+        return []
+    tasks = sorted({r.task for r in sec})
+    body = []
+    for task in [*tasks, None]:
+        match = {} if task is None else {"task": task}
+        cells = [task or "**all**"]
+        for variant in ("bare", "runner", "snakemake"):
+            cells.append(spread(_values(sec, variant=variant, metric="wall_sec", **match)).text(1))
+        for variant in ("runner", "snakemake"):
+            cells.append(spread(paired_ratios(sec, "overhead", variant, "bare", task)).text())
+        cells.append(spread(_values(sec, variant="runner", metric="verifier_sec", **match)).text(1))
+        for variant in ("runner", "snakemake"):
+            cells.append(spread(_values(sec, variant=variant, metric="outside_sec", **match)).text(1))
+        body.append(cells)
+    failed = [r for r in _select(sec, metric="wall_sec") if not r.ok]
+    header = [
+        "task",
+        "bare (s)",
+        "runner.run (s)",
+        "snakemake (s)",
+        "runner / bare",
+        "snakemake / bare",
+        "test.sh in runner (s)",
+        "runner.run outside test.sh (s)",
+        "snakemake outside test.sh (s)",
+    ]
+    lines = ["## 1. Overhead of one oracle run (concurrency 1)", "", *_md_table(header, body)]
+    container = spread(_values(sec, variant="container_true", metric="wall_sec"))
+    lines += [
+        f"`docker run --rm <task image> true` (start and remove one container): {container.text(2)} s.",
+        "",
+    ]
+    if failed:
+        lines += [f"Failed measurements (left out of the ratios): {len(failed)}", ""]
+    return lines
+
+
+def attempts(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="attempts")
+    if not sec:
+        return []
+    body = []
+    kb = spread(_values(sec, variant="kotlin_bench", metric="wall_sec"))
+    for variant in ("kotlin_bench", "harbor_default", "harbor_default_warm", "harbor_prebuilt"):
+        walls = _select(sec, variant=variant, metric="wall_sec", task="all")
+        if not walls:
+            continue
+        ratio = spread(paired_ratios(sec, "attempts", variant, "kotlin_bench"))
+        resolved = "/".join(str(int(v)) for v in _values(sec, variant=variant, metric="resolved"))
+        setup = spread(_values(sec, variant=variant, metric="env_setup_sec"))
+        left = "/".join(str(int(v)) for v in _values(sec, variant=variant, metric="images_left")) or "-"
+        verifier = spread(_values(sec, variant=variant, metric="verifier_sec"))
+        outside = spread(_values(sec, variant=variant, metric="overhead_sec"))
+        teardown = spread(_values(sec, variant=variant, metric="teardown_sec"))
+        body.append(
+            [
+                variant,
+                spread([w.value for w in walls]).text(1),
+                ratio.text(),
+                resolved,
+                verifier.text(1),
+                outside.text(1),
+                setup.text(1) if setup.n else "-",
+                teardown.text(1) if teardown.n else "-",
+                left,
+                "yes" if all(w.ok for w in walls) else "NO",
+            ]
+        )
+    cold = _values(sec, variant="cold_build", metric="wall_sec", task="all")
+    lines = ["## 2. Repeated attempts: k = 3 oracle attempts x 4 tasks, concurrency 2", ""]
+    lines += _md_table(
+        [
+            "variant",
+            "wall (s)",
+            "x kotlin_bench",
+            "reward-1.0 trials (per rep)",
+            "verifier per run (s)",
+            "per-run time outside agent + verifier (s)",
+            "Harbor env setup per trial (s)",
+            "Harbor teardown per trial (s)",
+            "Harbor images left",
+            "checks",
+        ],
+        body,
+    )
+    if cold and kb.n:
+        with_build = kb.median + cold[0]
+        hd = spread(_values(sec, variant="harbor_default", metric="wall_sec", task="all"))
+        lines += [
+            f"Cold build of the 4 task images (no cache, 2 at a time): {cold[0]:.1f} s. kotlin-bench "
+            f"including it: {with_build:.1f} s; Harbor default / that: {hd.median / with_build:.2f}x.",
+            "",
+        ]
+    return lines
+
+
+def incremental(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="incremental")
+    if not sec:
+        return []
+    body = [
+        [
+            "finish the DAG once (default target: summary, aggregate, plots)",
+            spread(_values(sec, case="finish", metric="wall_sec")).text(1),
+            "",
+        ],
+        ["no-op `snakemake --cores 2`", spread(_values(sec, variant="noop", metric="wall_sec")).text(1), ""],
+        [
+            "rerun one deleted result.json (run + summary + aggregate + plots)",
+            spread(_values(sec, variant="rerun_one", metric="wall_sec")).text(1),
+            "the run job itself: "
+            + spread(_values(sec, variant="rerun_one", metric="run_total_sec")).text(1)
+            + " s",
+        ],
+    ]
+    return ["## 3. Incremental behaviour", "", *_md_table(["invocation", "wall (s)", "note"], body)]
+
+
+def scale(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="scale")
+    if not sec:
+        return []
+    body = []
+    for case in sorted({r.case for r in sec}, key=int):
+        c = _select(sec, case=case)
+        first = _values(c, variant="dry_run_first", metric="wall_sec")
+        total = _values(c, variant="profile", metric="profiled_total_sec")
+        funcs = _values(c, variant="profile", metric="rule_functions_cum_sec")
+        run_inputs = _values(c, variant="profile", metric="run_inputs_cum_sec")
+        plan = _values(c, variant="profile", metric="plan_from_config_cum_sec")
+        printing = _values(c, variant="profile", metric="dryrun_printjob_cum_sec")
+        body.append(
+            [
+                f"{int(case):,}",
+                spread(_values(c, variant="generate", metric="wall_sec")).text(1),
+                f"{first[0]:.1f}" if first else "-",
+                spread(_values(c, variant="dry_run", metric="wall_sec")).text(1),
+                spread(_values(c, variant="dry_run", metric="peak_rss_tree_mb")).text(0),
+                spread(_values(c, variant="dry_run", metric="max_rss_mb")).text(0),
+                "/".join(str(int(v)) for v in _values(c, variant="dry_run", metric="run_jobs")),
+                "/".join(str(int(v)) for v in _values(c, variant="dry_run", metric="total_jobs")),
+                f"{total[0]:.1f}: rule functions {funcs[0]:.1f} (run_inputs {run_inputs[0]:.1f}), "
+                f"Plan.from_config {plan[0]:.1f}, dry-run job printing {printing[0]:.1f}"
+                if total and funcs and run_inputs and plan and printing
+                else "-",
+            ]
+        )
+    header = [
+        "runs",
+        "generate (s)",
+        "first dry run (s)",
+        "dry run (s)",
+        "peak RSS tree (MB)",
+        "max RSS one process (MB)",
+        "run jobs",
+        "all jobs",
+        "cProfile (s): total; inside it",
+    ]
+    return ["## 4. DAG scale (dry run, 3 agents x 5 attempts)", "", *_md_table(header, body)]
+
+
+def disk(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="disk")
+    if not sec:
+        return []
+    body = []
+    for task in sorted({r.task for r in sec}):
+        own = _select(sec, task=task, variant="own_layers", metric="bytes")
+        count = _select(sec, task=task, variant="own_layers", metric="count")
+        unique = _values(sec, task=task, variant="df_unique", metric="bytes")
+        base = _values(sec, task=task, variant="base_size", metric="bytes")
+        body.append(
+            [
+                task,
+                f"{own[0].value / 1e3:.1f} kB" if own else "-",
+                f"{int(count[0].value)} ({count[0].note})" if count else "-",
+                f"{unique[0] / 1e3:.1f} kB" if unique else "-",
+                f"{base[0] / 1e6:.0f} MB" if base else "-",
+                "yes" if own and own[0].ok else "NO",
+            ]
+        )
+    header = [
+        "task",
+        "own layers (bytes)",
+        "own layers (count)",
+        "`docker system df` unique",
+        "base image",
+        "base layers are a prefix",
+    ]
+    return ["## 5. Disk per task image (on top of its base)", "", *_md_table(header, body)]
+
+
+def failures(rows: list[Row]) -> list[str]:
+    bad = [r for r in rows if not r.ok and r.metric in ("wall_sec", "bytes")]
+    if not bad:
+        return ["All measurements passed their checks.", ""]
+    lines = ["## Failed checks", ""]
+    lines += [
+        f"- {r.section}/{r.case}/{r.variant} {r.task} rep {r.rep}: {r.note or 'check failed'}" for r in bad
+    ]
+    return [*lines, ""]
+
+
+def summarize(rows: list[Row], header: list[str]) -> str:
+    parts = [
+        *header,
+        *targets(rows),
+        *overhead(rows),
+        *attempts(rows),
+        *incremental(rows),
+        *scale(rows),
+        *disk(rows),
+    ]
+    parts += failures(rows)
+    return "\n".join(parts).rstrip() + "\n"

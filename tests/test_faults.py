@@ -1,0 +1,112 @@
+"""Faults injected into real runs: timeouts, an out-of-memory verifier, a container killed under the
+verifier, a full disk while results are written, Snakemake stopped by SIGINT, SIGTERM and kill -9, and
+the Docker daemon restarted mid-run. Each must end in a recorded result or error (retried where
+transient) or in a clean resume that runs only what is missing, with no container left behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import pytest
+
+from workflow import adversarial
+from workflow.adversarial import Row, Workspace
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
+
+
+def _rows(ws: Workspace, run: object) -> dict[str, Row]:
+    try:
+        rows = run(ws)  # type: ignore[operator]
+    finally:
+        for container in ws.containers():
+            container.remove(force=True)
+    print(adversarial.render(rows, {}))
+    return {row.name: row for row in rows}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
+    if os.geteuid() != 0:
+        pytest.skip("the full-disk fault mounts a tmpfs: needs root")
+    return _rows(Workspace.create(tmp_path_factory.mktemp("faults") / "ws"), adversarial.run_faults)
+
+
+@pytest.fixture(scope="module")
+def signals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
+    return _rows(Workspace.create(tmp_path_factory.mktemp("signals") / "ws"), adversarial.run_signals)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "agent timeout (2 s, agent sleeps)",
+        "verifier timeout (4 s)",
+        "OOM (memory_mb = 100)",
+        "container killed mid-verifier",
+        "disk full writing results (8k tmpfs)",
+        "containers left (faults batch)",
+        "containers left (after resume)",
+    ],
+)
+def test_fault_is_recorded_or_resumed(batch: dict[str, Row], fault: str) -> None:
+    row = batch[fault]
+    assert row.ok, f"{row.name}: {row.outcome}: {row.why}"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "Snakemake SIGINT (process group)",
+        "Snakemake SIGTERM (process group)",
+        "kill -9 Snakemake (its job orphaned)",
+    ],
+)
+def test_interrupted_snakemake_leaves_nothing_and_resumes(signals: dict[str, Row], fault: str) -> None:
+    row = signals[fault]
+    assert row.ok, f"{row.name}: {row.outcome}: {row.why}"
+
+
+def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempPathFactory) -> None:
+    if os.geteuid() != 0 or not os.path.exists("/var/run/docker.pid"):
+        pytest.skip("restarting dockerd needs root and a local daemon")
+    try:
+        rows = _rows(
+            Workspace.create(tmp_path_factory.mktemp("engine") / "ws"), adversarial.run_engine_restart
+        )
+    finally:
+        adversarial.ensure_engine()  # whatever happened, the engine runs again
+    row = rows["Docker daemon restarted mid-run"]
+    if row.outcome == "not tried":
+        pytest.skip(row.why)
+    assert row.ok, f"{row.name}: {row.outcome}: {row.why}"
+
+
+def test_reap_stale_removes_only_this_directorys_containers(tmp_path: Path) -> None:
+    """At workflow start (Snakefile `onstart`, under Snakemake's lock) every container of this directory's
+    runs is stale: `reap_stale` removes them, and leaves other checkouts' containers alone."""
+    from workflow.containers import KEEPALIVE, RUN_LABEL
+    from workflow.images import docker_client
+    from workflow.runner import reap_stale, workdir_tag
+
+    client = docker_client()
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    started = [
+        client.containers.run(
+            "kotlin-bench/examples_calc:pr-4",
+            entrypoint=KEEPALIVE,
+            detach=True,
+            labels={RUN_LABEL: f"nop.examples_calc-4.1.{workdir_tag(where)}"},
+        )
+        for where in (ours, theirs)
+    ]
+    try:
+        assert reap_stale(ours) == 1
+        remaining = {c.id for c in client.containers.list(all=True, filters={"label": RUN_LABEL})}
+        assert started[0].id not in remaining and started[1].id in remaining
+    finally:
+        for container in started:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
