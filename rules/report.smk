@@ -15,6 +15,8 @@ rule summary:
     localrule: True
     conda:
         "../environment.yml"
+    params:
+        tasks_dir=config["tasks_dir"],
     script:
         "../workflow/scripts/summarize.py"
 

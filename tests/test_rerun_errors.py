@@ -39,7 +39,7 @@ def test_injected_failure_is_an_error_and_only_it_is_rerun(tmp_path: Path) -> No
     recorded = json.loads(result.read_text())
     assert [t.split(":", 1)[0] for t in recorded["tries"]] == ["try 1 of 2 failed", "try 2 of 2 failed"]
     assert recorded["status"] == "error" and recorded["reward"] is None
-    assert "not the built sha256:0000" in recorded["error"]
+    assert "(sha256:000000000000) is no longer in the engine" in recorded["error"]
     summary = pd.read_csv(work / "results/summary.csv").set_index("agent")
     assert summary.loc["oracle", "status"] == "error" and summary.loc["oracle", "reason"] == "infrastructure"
     assert summary.loc["nop", "status"] == "unresolved"

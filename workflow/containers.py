@@ -146,7 +146,7 @@ def oom_kills(container: Container, since: float) -> int:
     The engine's events are the host's view, which nothing inside the container can fake.
     """
     events = container.client.events(
-        since=since, until=time.time() + 1, filters={"container": container.id, "event": "oom"}, decode=True
+        since=since, until=time.time(), filters={"container": container.id, "event": "oom"}, decode=True
     )
     return sum(1 for _ in events)
 

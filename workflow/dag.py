@@ -6,17 +6,19 @@ Keeping this in Python keeps the rules thin and makes the DAG's shape testable w
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from workflow.agents import Agent
 from workflow.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
 from workflow.predictions import Prediction, load_predictions
 from workflow.tasks import Task, TaskError, discover, load_task
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RESULTS = Path("results")
 # Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
@@ -48,7 +50,9 @@ def mirror_dir(owner: str, repo: str) -> str:
     return str(RESULTS / "upstream" / owner / repo)
 
 
+@functools.cache
 def _files(directory: Path) -> list[str]:
+    """The files under `directory` (cached: input functions ask for the same task once per run job)."""
     return sorted(str(p) for p in directory.rglob("*") if p.is_file())
 
 
@@ -68,8 +72,18 @@ class Plan:
         tasks_dir = root / config["tasks_dir"]
         if not tasks_dir.is_dir():
             raise ValueError(f"config tasks_dir: {tasks_dir} is not a directory")
-        tasks = {p.name: load_task(p, require_materialized=False) for p in discover(tasks_dir)}
-        selected = _select(tasks, config.get("tasks", "all"), config.get("exclude", []))
+        tasks, invalid = {}, {}
+        for path in discover(tasks_dir):
+            try:
+                tasks[path.name] = load_task(path, require_materialized=False)
+            except TaskError as exc:  # one bad task never stops the others
+                invalid[path.name] = str(exc)
+        for name, why in sorted(invalid.items()):
+            print(f"kotlin-bench: skipping invalid task {name}: {why}", file=sys.stderr)
+        wanted = config.get("tasks", "all")
+        wanted = wanted if wanted == "all" else [t for t in wanted if t not in invalid]
+        exclude = [t for t in config.get("exclude", []) if t not in invalid]
+        selected = _select(tasks, wanted, exclude)
         recipes = parse_manifest(root / config["bases_manifest"])
         bases = {r.image: r for r in order_recipes(recipes, root)}
         for task in selected.values():
@@ -99,6 +113,8 @@ class Plan:
 
     def table(self) -> pd.DataFrame:
         """One row per selected task (the workflow's task table)."""
+        import pandas as pd  # here, not at import: every invocation, even a no-op, loads this module
+
         rows = [
             {
                 "task": t.id,

@@ -238,3 +238,21 @@ def check_result_digests(result: Mapping[str, Any], task: Task) -> list[str]:
         elif recorded != current:
             problems.append(f"{key} {str(recorded)[:12]} differs from the task directory's {current[:12]}")
     return problems
+
+
+def stale_results(result_paths: list[Path], tasks_dir: Path) -> list[str]:
+    """One line per result that does not belong to its task directory and verifier as they are now."""
+    from workflow.tasks import TaskError, load_task
+
+    lines = []
+    for path in result_paths:
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+        if result.get("status") == "error":
+            continue  # an error result has no verdict to mix in
+        try:
+            task = load_task(tasks_dir / str(result.get("task")), require_materialized=False)
+        except TaskError as exc:
+            lines.append(f"{path}: {exc}")
+            continue
+        lines += [f"{path}: {problem}" for problem in check_result_digests(result, task)]
+    return lines

@@ -343,6 +343,8 @@ def enter_phase(
         raise ValueError(f"network_mode {mode!r}: expected one of {MODES}")
     if mode != "allowlist" and allowed_hosts:
         raise ValueError("allowed_hosts is only valid with network_mode = 'allowlist'")
+    if mode == "allowlist" and not allowed_hosts:
+        mode = "no-network"  # an empty allowlist admits nothing: no proxy needed to say so
     rules = filter_rules(allowed_hosts) if mode == "allowlist" else ""
     ports = sorted({int(p) for p in connect_ports})
     if not ports or not all(0 < p < 65536 for p in ports):

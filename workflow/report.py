@@ -32,6 +32,9 @@ REASONS: dict[str, str] = {
     "patch_not_applied": "the predicted patch did not apply to the repository; the verifier was skipped",
     "agent_timeout": "the agent phase hit [agent].timeout_sec (the verifier still scored what it left)",
     "verifier_timeout": "the verifier phase hit [verifier].timeout_sec",
+    "diff_unavailable": "the agent left a repository that cannot be diffed against the base commit",
+    "agent_diff_not_applied": "the agent's diff did not apply in the fresh verifier container (e.g. paths outside the repository)",
+    "verifier_tampered": "the verifier's reward disagreed with the host's re-scoring of the copied-out JUnit XML",
     "test_patch_failed": "the task's test.patch did not apply over the agent's changes; no test ran",
     "task_invalid": "the task's own files are unusable (expected_tests.json or task.env invalid, repo dir missing)",
     "verifier_failed": "the verifier could not read its inputs (JUnit XML rejected or unreadable, internal error)",
@@ -58,8 +61,17 @@ RAW_CODES: dict[str, str] = {
     "internal_error": "verifier_failed",
     "marker_failed": "verifier_failed",
     "skip_or_none_regressed": "p2p_regressed",
+    "leftover_processes": "verifier_failed",
 }
-RUN_LEVEL = ("empty_patch", "patch_not_applied", "agent_timeout", "verifier_timeout")
+RUN_LEVEL = (
+    "empty_patch",
+    "patch_not_applied",
+    "agent_timeout",
+    "verifier_timeout",
+    "diff_unavailable",
+    "agent_diff_not_applied",
+    "verifier_tampered",
+)
 BUILD_FAILURE_MARKERS = ("BUILD FAILED", "COMPILATION FAILED", "Compilation error", "compilation failed")
 LOG_TAIL_BYTES = 1 << 20
 MAX_DETAIL = 400

@@ -269,11 +269,14 @@ def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_i
     if not task.has_expected_tests:
         raise RunError(f"task {task.id} has no tests/expected_tests.json; it cannot be scored")
     client = docker_client()
-    found = image_id(client, task.image)
-    if found is None:
-        raise RunError(f"task image {task.image} is not present; delete its sentinel to rebuild it")
-    if expected_image_id and found != expected_image_id:
-        raise RunError(f"task image {task.image} is {found[:19]}, not the built {expected_image_id[:19]}")
+    # Containers start from the image the workflow built (its id), not from the tag, which another
+    # checkout of the workflow may have moved to an image of its own.
+    found = expected_image_id if expected_image_id else image_id(client, task.image)
+    if found is None or image_id(client, found) is None:
+        raise RunError(
+            f"the image built for {task.image} ({(found or 'no id')[:19]}) is no longer in the engine; "
+            "delete its sentinel under results/images/task/ to rebuild it"
+        )
     _clear(run_dir)
     result = Result(
         task.id,
@@ -295,7 +298,7 @@ def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_i
     labels = {"kotlin-bench.task": task.id, "kotlin-bench.agent": agent.name, WORKDIR_LABEL: str(Path.cwd())}
     env = task.environment
     container = containers.start(
-        client, task.image, key, labels | {"kotlin-bench.phase": "agent"}, env.cpus, env.memory_mb
+        client, found, key, labels | {"kotlin-bench.phase": "agent"}, env.cpus, env.memory_mb
     )
     try:
         phase = task.agent
@@ -320,7 +323,7 @@ def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_i
     else:
         # A fresh container from the pristine image, with only the agent's repository diff applied.
         container = containers.start(
-            client, task.image, key, labels | {"kotlin-bench.phase": "verifier"}, env.cpus, env.memory_mb
+            client, found, key, labels | {"kotlin-bench.phase": "verifier"}, env.cpus, env.memory_mb
         )
         try:
             if _apply_diff(container, task, run_dir / "agent.diff", run_dir / "verifier.log"):

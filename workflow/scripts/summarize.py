@@ -5,6 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
+from workflow.integrity import stale_results
 from workflow.report import STATUSES, summarize, write_csv
 from workflow.smk import logged
 
@@ -15,4 +16,12 @@ with logged(sm.log[0]):
     counts = summary["status"].value_counts()
     line = ", ".join(f"{int(counts.get(s, 0))} {s}" for s in STATUSES)
     print(f"{len(summary)} runs ({line}) -> {sm.output[0]}")
+    stale = stale_results([Path(p) for p in sm.input], Path(sm.params.tasks_dir))
+    for problem in stale:
+        print(f"STALE: {problem}")
 sys.__stdout__.write(f"\nkotlin-bench: {len(summary)} runs ({line}) -> {sm.output[0]}\n")
+if stale:
+    sys.__stdout__.write(
+        f"kotlin-bench: WARNING: {len(stale)} result(s) do not match their task directory or verifier as they "
+        f"are now (see {sm.log[0]}); delete them to rerun those runs\n"
+    )
