@@ -313,6 +313,11 @@ def test_public_after_allowlist(lab: Lab, task: tuple[Any, str]) -> None:
     container, key = task
     before = container.exec_run(["cat", "/etc/resolv.conf"]).output
     with network.enter_phase(container, "allowlist", [], key, egress_network=lab.egress.name) as phase:
+        # an empty allowlist admits nothing: the phase has no network at all (and no proxy)
+        assert phase.env == {} and attached(container) == set()
+    with network.enter_phase(
+        container, "allowlist", ["nothing.test"], key, egress_network=lab.egress.name
+    ) as phase:
         assert sh(container, CODE + 'echo "any=$(code http://allowed.test:8000/)"', phase.env) == {
             "any": "403"
         }

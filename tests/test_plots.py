@@ -8,6 +8,7 @@ import re
 import struct
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -110,7 +111,7 @@ def test_plots_script(tmp_path: Path) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
     log = [str(out / "logs/x.log")]
-    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(s=str(out / "summary.csv")), log=log)  # fmt: skip
+    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(s=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=log)  # fmt: skip
     reproduce = {"references": {"agent": "nop"}, "tolerance": 0.05}
     aggregate = Files(
         rates=str(out / "rates.csv"),

@@ -324,7 +324,7 @@ def run_script(name: str, **parts: Any) -> None:
 def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
-    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(summary=str(out / "summary.csv")), log=[str(out / "logs/summary.log")])  # fmt: skip
+    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=[str(out / "logs/summary.log")])  # fmt: skip
     reproduce = {"references": {"oracle": "oracle"}, "tolerance": 0.05}
     outputs = Files(
         rates=str(out / "rates.csv"),

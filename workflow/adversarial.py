@@ -681,9 +681,14 @@ def _raises(call: Callable[[], Any], *needles: str) -> tuple[bool, str]:
 
 
 def _task_dir(root: Path, name: str) -> Path:
+    """A copy of the example task, complete even in a fresh clone (where nothing is materialized yet)."""
     source = REPO / "examples/tasks" / TASK
     dest = root / "tasks" / name
     shutil.copytree(source, dest)
+    if not (dest / "tests/expected_tests.json").exists():
+        shutil.copy(REPO / "examples/expected" / f"{TASK}.json", dest / "tests/expected_tests.json")
+    if not (dest / "instruction.md").exists():
+        (dest / "instruction.md").write_text("# Implement the issue(s) in examples/calc:\n", encoding="utf-8")
     return dest
 
 
