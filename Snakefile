@@ -12,8 +12,6 @@ PROGRESS = []
 
 
 onstart:
-    # under Snakemake's lock, every container of this directory's runs is a leftover of a killed run
-    reap_stale()
     PROGRESS.append(start_progress(PLAN.results(), interval=60))
 
 

@@ -8,7 +8,6 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 
 from workflow.progress import start_progress
-from workflow.runner import reap_stale
 from workflow.dag import (
     Plan,
     base_sentinel,

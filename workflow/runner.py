@@ -129,23 +129,6 @@ def run_key(task: Task, agent: Agent, attempt: int) -> str:
     return f"{agent.name}.{task.id}.{attempt}.{workdir_tag()}"
 
 
-def reap_stale(workdir: Path | None = None) -> int:
-    """Remove every container and per-run network of this workflow directory's runs; returns how many
-    runs had some. Call it only where no run of the directory can be live: at workflow start, under
-    Snakemake's lock (a run killed with Snakemake leaves its container running until then)."""
-    client = docker_client()
-    tag = workdir_tag(workdir)
-    keys = {
-        c.labels.get(containers.RUN_LABEL, "")
-        for c in client.containers.list(all=True, filters={"label": containers.RUN_LABEL})
-    }
-    stale = sorted(k for k in keys if k.endswith(f".{tag}"))
-    for key in stale:
-        containers.reap(client, key)
-        network.reap_networks(client, key)
-    return len(stale)
-
-
 def wait_for_engine(seconds: float) -> bool:
     """Wait until the Docker engine answers (e.g. while it restarts); False if it does not in time."""
     deadline = time.monotonic() + seconds
