@@ -84,12 +84,12 @@ def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempP
     assert row.ok, f"{row.name}: {row.outcome}: {row.why}"
 
 
-def test_reap_stale_removes_only_this_directorys_containers(tmp_path: Path) -> None:
-    """At workflow start (Snakefile `onstart`, under Snakemake's lock) every container of this directory's
-    runs is stale: `reap_stale` removes them, and leaves other checkouts' containers alone."""
-    from workflow.containers import KEEPALIVE, RUN_LABEL
+def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
+    """A run reaps the leftovers of its own key when it starts; the key names the workflow directory,
+    so the same (agent, task, attempt) in another checkout is left alone."""
+    from workflow.containers import KEEPALIVE, RUN_LABEL, reap
     from workflow.images import docker_client
-    from workflow.runner import reap_stale, workdir_tag
+    from workflow.runner import workdir_tag
 
     client = docker_client()
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
@@ -103,7 +103,7 @@ def test_reap_stale_removes_only_this_directorys_containers(tmp_path: Path) -> N
         for where in (ours, theirs)
     ]
     try:
-        assert reap_stale(ours) == 1
+        assert reap(client, f"nop.examples_calc-4.1.{workdir_tag(ours)}") == 1
         remaining = {c.id for c in client.containers.list(all=True, filters={"label": RUN_LABEL})}
         assert started[0].id not in remaining and started[1].id in remaining
     finally:
