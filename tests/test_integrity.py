@@ -81,7 +81,7 @@ def test_a_kotlin_package_named_build_is_not_infrastructure() -> None:
 
 
 def _verifier_out(tmp_path: Path, passing: bool) -> Path:
-    expected = json.loads((CALC / "tests/expected_tests.json").read_text())
+    expected = json.loads((REPO / "examples/expected/examples_calc-4.json").read_text())
     tests = expected["f2p_tests"] + expected["p2p_tests"]
     cases = []
     for test in tests:
@@ -95,9 +95,22 @@ def _verifier_out(tmp_path: Path, passing: bool) -> Path:
     return out
 
 
-@pytest.mark.skipif(not (CALC / "tests/expected_tests.json").is_file(), reason="examples not materialized")
-def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(tmp_path: Path) -> None:
-    task = load_task(CALC)
+@pytest.fixture
+def calc_copy(tmp_path: Path) -> Path:
+    """A copy of the calc task, completed where nothing is materialized (a fresh clone)."""
+    dest = tmp_path / "examples_calc-4"
+    shutil.copytree(CALC, dest)
+    if not (dest / "tests/expected_tests.json").exists():
+        shutil.copy(REPO / "examples/expected/examples_calc-4.json", dest / "tests/expected_tests.json")
+    if not (dest / "instruction.md").exists():
+        (dest / "instruction.md").write_text("# Implement the issue(s) in examples/calc:\n")
+    return dest
+
+
+def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(
+    tmp_path: Path, calc_copy: Path
+) -> None:
+    task = load_task(calc_copy)
     assert integrity.rescore(task, _verifier_out(tmp_path / "a", passing=True))[0] == 1.0
     assert integrity.verdict_problem(task, tmp_path / "a/verifier", 1.0) is None
     failing = _verifier_out(tmp_path / "b", passing=False)
@@ -107,14 +120,6 @@ def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(t
     assert integrity.rescore(task, tmp_path)[0] == 0.0  # no junit.xml at all
 
 
-@pytest.fixture
-def calc_copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "examples_calc-4"
-    shutil.copytree(CALC, dest)
-    return dest
-
-
-@pytest.mark.skipif(not (CALC / "tests/expected_tests.json").is_file(), reason="examples not materialized")
 def test_check_result_digests_detects_another_task_or_verifier_version(calc_copy: Path) -> None:
     task = load_task(calc_copy)
     result = Result(task.id, "examples/calc", "oracle", "oracle", None, 1)
