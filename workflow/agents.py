@@ -19,7 +19,6 @@ Kinds:
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import tempfile
 from dataclasses import dataclass
@@ -139,14 +138,6 @@ def _apply_prediction(
 def harness_paths(agent: Agent) -> tuple[str, ...]:
     """Paths outside the repository that the harness itself writes in the agent phase of `agent`."""
     return ("/solution",) if agent.kind == "oracle" else ()
-
-
-def script_digest(agent: Agent) -> str | None:
-    """sha256 of a script agent's script (None for other kinds): a run parameter, so an edited script
-    reruns that agent's runs."""
-    if agent.script is None:
-        return None
-    return hashlib.sha256(Path(agent.script).read_bytes()).hexdigest()
 
 
 def _run_script(
