@@ -28,6 +28,6 @@ onerror:
 rule all:
     default_target: True
     input:
-        "results/summary.csv",
-        "results/summary.md",
-        "results/report.html",
+        names.SUMMARY_CSV,
+        names.SUMMARY_MD,
+        names.REPORT_HTML,

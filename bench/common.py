@@ -6,8 +6,6 @@ import contextlib
 import csv
 import json
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -21,6 +19,11 @@ from typing import Any
 
 import psutil
 import yaml
+
+from kotlin_bench import names
+from kotlin_bench.fsutil import atomic_path
+from kotlin_bench.workspace import EXAMPLE_TASKS as EXAMPLE_DIR
+from kotlin_bench.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 HARBOR_BIN = REPO / ".harbor/venv/bin/harbor"
@@ -59,13 +62,11 @@ class Recorder:
 
     def add(self, *rows: Row) -> None:
         self.rows.extend(rows)
-        tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as out:
+        with atomic_path(self.path) as tmp, tmp.open("w", newline="", encoding="utf-8") as out:
             writer = csv.DictWriter(out, fieldnames=CSV_FIELDS)
             writer.writeheader()
             for row in self.rows:
                 writer.writerow(asdict(row))
-        tmp.replace(self.path)
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -162,19 +163,6 @@ def snakemake(workspace: Path, *args: str, cores: int = 2, log_path: Path | None
     )
 
 
-def job_counts(text: str) -> dict[str, int]:
-    """Rule name -> job count from Snakemake's "Job stats" table; {} when there was nothing to do."""
-    if "Nothing to be done" in text or "Job stats:" not in text:
-        return {}
-    block = text.split("Job stats:", 1)[1]
-    found = {}
-    for match in re.finditer(r"^(\w+)\s+(\d+)\s*$", block, re.MULTILINE):
-        if match[1] == "total":
-            break
-        found[match[1]] = int(match[2])
-    return found
-
-
 class PeakRss:
     """Poll the resident set size of a process tree (the process and all its descendants, summed)."""
 
@@ -215,31 +203,9 @@ class PeakRss:
 # workspaces
 
 
-def repo_files(root: Path = REPO) -> list[str]:
-    """Tracked files and new files that are not ignored (what the e2e test copies)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    return [name.decode() for name in listed if name]
-
-
 def make_workspace(dest: Path, root: Path = REPO) -> Path:
-    """A copy of the repository without results, materialized files or caches (like the e2e test), plus
-    the `npm pack`ed toolchain packages, which are ignored by git but needed offline by the toolchain build."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for rel in repo_files(root):
-        source = root / rel
-        if rel.startswith("bench/") or not source.is_file():
-            continue
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, dest / rel)
-    packs = root / "examples/bases/toolchain/npm-packs"
-    if packs.is_dir():
-        shutil.copytree(packs, dest / "examples/bases/toolchain/npm-packs", dirs_exist_ok=True)
-    return dest
+    """A copy of the repository without results, materialized files, caches or this suite."""
+    return copy_checkout(root, dest, skip=("bench/",))
 
 
 def write_config(workspace: Path, attempts: int, agents: list[dict[str, str]] | None = None) -> None:
@@ -251,16 +217,12 @@ def write_config(workspace: Path, attempts: int, agents: list[dict[str, str]] | 
     (workspace / "config.yaml").write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
 
 
-def task_sentinel(task: str) -> str:
-    return f"results/images/task/{task}.json"
-
-
 def stamp(task: str) -> str:
-    return f"examples/tasks/{task}/.materialized.json"
+    return names.stamp(EXAMPLE_DIR, task)
 
 
 def result_path(task: str, attempt: int, agent: str = AGENT) -> str:
-    return f"results/runs/{agent}/{task}/attempt-{attempt}/result.json"
+    return names.run_result(agent, task, attempt)
 
 
 def read_json(path: Path) -> dict[str, Any]:

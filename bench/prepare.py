@@ -18,9 +18,9 @@ from bench.common import (
     read_json,
     snakemake,
     stamp,
-    task_sentinel,
     write_config,
 )
+from kotlin_bench import names
 
 
 def current_image_ids() -> dict[str, str]:
@@ -37,7 +37,7 @@ def sync_sentinels(workspace: Path) -> list[str]:
     images = current_image_ids()
     changed = []
     for task in EXAMPLE_TASKS:
-        path = workspace / task_sentinel(task)
+        path = workspace / names.task_sentinel(task)
         data = read_json(path)
         now = images.get(data["image"])
         if now and now != data["id"]:
@@ -56,7 +56,7 @@ def prepare(ctx: Context) -> None:
     base and task images: the sentinels then hold the ids of the images that already exist."""
     workspace = make_workspace(ctx.tmp / "workspace")
     write_config(workspace, attempts=1)
-    targets = [t for task in EXAMPLE_TASKS for t in (task_sentinel(task), stamp(task))]
+    targets = [t for task in EXAMPLE_TASKS for t in (names.task_sentinel(task), stamp(task))]
     log(f"workspace {workspace}: materialize + image jobs (layer cache)")
     done = snakemake(workspace, *targets, log_path=ctx.out / "logs/prepare.log")
     ok = done.returncode == 0
@@ -65,7 +65,7 @@ def prepare(ctx: Context) -> None:
     images = current_image_ids()
     notes = []
     for task in EXAMPLE_TASKS:
-        sentinel = read_json(workspace / task_sentinel(task))
+        sentinel = read_json(workspace / names.task_sentinel(task))
         if images.get(sentinel["image"]) != sentinel["id"]:
             notes.append(f"{task}: image id changed")
         ctx.recorder.add(

@@ -1,4 +1,4 @@
-"""Run the kotlin-bench performance suite: `python3 bench/run.py [--quick] [--out bench/results]`.
+"""Run the kotlin-bench performance suite: `python3 -m bench [--quick] [--out bench/results]`.
 
 Writes `<out>/<UTC timestamp>/results.csv` (one row per measurement), `summary.md` (targets and one table
 per section), `profile-<runs>.txt` (cProfile of the scale dry runs) and `logs/`. See bench/README.md.
@@ -18,8 +18,6 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import attempts, disk, incremental, overhead, prepare, scale
 from bench.common import HARBOR_BIN, REPO, Context, Recorder, log, now_stamp, read_rows, section_timer

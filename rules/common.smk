@@ -1,21 +1,12 @@
-import sys
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
+from kotlin_bench import names
+from kotlin_bench.dag import Plan, drop_stale_summary
+from kotlin_bench.progress import start_progress
+
 min_version("9.0")
-
-sys.path.insert(0, workflow.basedir)
-
-from workflow.progress import start_progress
-from workflow.dag import (
-    Plan,
-    base_sentinel,
-    drop_stale_summary,
-    mirror_dir,
-    run_result,
-    task_sentinel,
-)
 
 
 configfile: "config.yaml"
@@ -24,8 +15,7 @@ configfile: "config.yaml"
 validate(config, "../workflow/schemas/config.schema.yaml")
 
 PLAN = Plan.from_config(config, Path(workflow.basedir))
-TASKS = PLAN.table()
-MISSING_RUNS = drop_stale_summary(Path("results/summary.csv"), PLAN.results())
+MISSING_RUNS = drop_stale_summary(Path(names.SUMMARY_CSV), PLAN.results())
 
 
 wildcard_constraints:

@@ -2,15 +2,15 @@ rule upstream_mirror:
     input:
         mirror_inputs,
     output:
-        directory(mirror_dir("{owner}", "{repo}")),
+        directory(names.mirror_dir("{owner}", "{repo}")),
     log:
-        "results/logs/upstream/{owner}/{repo}.log",
+        names.log("upstream", "{owner}", "{repo}"),
     localrule: True
     conda:
         "../environment.yml"
     params:
         source=lambda wildcards: PLAN.mirror_source(wildcards.owner, wildcards.repo),
-        builder=lambda wildcards: PLAN.mirror_sources()["builder"],
+        builder=lambda wildcards: PLAN.mirror_sources().builder,
     shell:
         "bash {params.builder} {params.source} {output} >{log} 2>&1"
 
@@ -21,7 +21,7 @@ rule materialize:
     output:
         PLAN.stamp("{task}"),
     log:
-        "results/logs/materialize/{task}.log",
+        names.log("materialize", "{task}"),
     localrule: True
     conda:
         "../environment.yml"

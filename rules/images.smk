@@ -2,14 +2,15 @@ rule base_image:
     input:
         base_image_inputs,
     output:
-        base_sentinel("{repo_key}", "{tag}"),
+        names.base_sentinel("{repo_key}", "{tag}"),
     log:
-        "results/logs/images/base/{repo_key}/{tag}.log",
+        names.log("images", "base", "{repo_key}", "{tag}"),
     conda:
         "../environment.yml"
     resources:
         docker=1,
     params:
+        root=workflow.basedir,
         manifest=config["bases_manifest"],
         timeout=config.get("base_build_timeout_sec", 3600),
     script:
@@ -20,9 +21,9 @@ rule task_image:
     input:
         task_image_inputs,
     output:
-        task_sentinel("{task}"),
+        names.task_sentinel("{task}"),
     log:
-        "results/logs/images/task/{task}.log",
+        names.log("images", "task", "{task}"),
     conda:
         "../environment.yml"
     resources:

@@ -1,4 +1,4 @@
-from workflow.reproduce import ReproducePlan
+from kotlin_bench.reproduce import ReproducePlan
 
 REPRODUCE = ReproducePlan.from_config(
     config.get("reproduce"), list(PLAN.agents), Path(workflow.basedir)
@@ -9,9 +9,9 @@ rule summary:
     input:
         all_results,
     output:
-        "results/summary.csv",
+        names.SUMMARY_CSV,
     log:
-        "results/logs/summary.log",
+        names.log("summary"),
     localrule: True
     conda:
         "../environment.yml"
@@ -23,16 +23,17 @@ rule summary:
 
 rule aggregate:
     input:
-        summary="results/summary.csv",
+        summary=names.SUMMARY_CSV,
         references=REPRODUCE.reference_files(),
     output:
-        rates="results/rates.csv",
-        by_repository="results/rates_by_repository.csv",
-        markdown="results/summary.md",
+        rates=names.RATES_CSV,
+        by_repository=names.RATES_BY_REPOSITORY_CSV,
+        markdown=names.SUMMARY_MD,
+        verdicts=names.VERDICTS_JSON,
         reproduce_md=REPRODUCE.outputs(".md"),
         reproduce_csv=REPRODUCE.outputs(".csv"),
     log:
-        "results/logs/aggregate.log",
+        names.log("aggregate"),
     localrule: True
     conda:
         "../environment.yml"
@@ -44,21 +45,20 @@ rule aggregate:
 
 rule plots:
     input:
-        summary="results/summary.csv",
-        rates="results/rates.csv",
-        by_repository="results/rates_by_repository.csv",
+        summary=names.SUMMARY_CSV,
+        rates=names.RATES_CSV,
+        by_repository=names.RATES_BY_REPOSITORY_CSV,
+        verdicts=names.VERDICTS_JSON,
         reproduce=REPRODUCE.outputs(".csv"),
     output:
-        rates="results/plots/rates.png",
-        by_repository="results/plots/rates_by_repository.png",
-        outcomes="results/plots/outcomes.png",
-        html="results/report.html",
+        rates=names.PLOT_RATES,
+        by_repository=names.PLOT_RATES_BY_REPOSITORY,
+        outcomes=names.PLOT_OUTCOMES,
+        html=names.REPORT_HTML,
     log:
-        "results/logs/plots.log",
+        names.log("plots"),
     localrule: True
     conda:
         "../environment.yml"
-    params:
-        reproduce=REPRODUCE.to_params(),
     script:
         "../workflow/scripts/plots.py"

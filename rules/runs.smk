@@ -4,9 +4,9 @@ rule run:
         # a script agent's script: editing it reruns that agent's runs
         agent_script=lambda wildcards: PLAN.agents[wildcards.agent].script or [],
     output:
-        run_result("{agent}", "{task}", "{attempt}"),
+        names.run_result("{agent}", "{task}", "{attempt}"),
     log:
-        "results/logs/runs/{agent}/{task}/attempt-{attempt}.log",
+        names.run_log("{agent}", "{task}", "{attempt}"),
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"

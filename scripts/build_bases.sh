@@ -3,8 +3,8 @@
 #
 # Usage: scripts/build_bases.sh [--rebuild] [--only <repo_key|image>]... [--manifest <file>]
 #
-# Any option is passed to `python -m workflow build-bases`; see its --help. Needs a Docker engine
+# Any option is passed to `kotlin-bench build-bases`; see its --help. Needs a Docker engine
 # (scripts/setup_docker.sh) and, for the 106 tasks' bases, internet access.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec "${PYTHON:-python3}" -m workflow build-bases "$@"
+exec "${PYTHON:-python3}" -m kotlin_bench build-bases "$@"

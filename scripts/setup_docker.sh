@@ -28,7 +28,7 @@ if ! docker info >/dev/null 2>&1; then
   [ "$(id -u)" -eq 0 ] || die "the Docker engine is not running and starting dockerd needs root (or add your user to the docker group and start the docker service)"
   if ! pgrep -x dockerd >/dev/null 2>&1; then
     echo "setup_docker: starting dockerd (log: $log)"
-    nohup dockerd >"$log" 2>&1 &
+    setsid nohup dockerd >"$log" 2>&1 </dev/null &
   fi
   waited=0
   until docker info >/dev/null 2>&1; do

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from workflow import adversarial
-from workflow.adversarial import Row, Workspace
+from adversarial.bad_input import apply_patch, init_repo, run_bad_inputs, run_bad_task_keep_going
+from adversarial.common import TASK, Row, render
+from kotlin_bench.workspace import Workspace
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
-    found = adversarial.run_bad_inputs(tmp_path_factory.mktemp("bad"))
-    print(adversarial.render(found, {}))
+    found = run_bad_inputs(tmp_path_factory.mktemp("bad"))
+    print(render(found, {}))
     return {row.name: row for row in found}
 
 
@@ -56,7 +58,7 @@ def test_bad_input_is_rejected_clearly(rows: dict[str, Row], name: str) -> None:
 
 
 def test_a_binary_hunk_inside_the_repository_applies(tmp_path: Path) -> None:
-    repo = adversarial._init_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     (repo / "b.bin").write_bytes(bytes(range(256)))
     subprocess.run(["git", "add", "b.bin"], cwd=repo, check=True)
     diff = subprocess.run(
@@ -64,16 +66,16 @@ def test_a_binary_hunk_inside_the_repository_applies(tmp_path: Path) -> None:
     ).stdout
     subprocess.run(["git", "rm", "-q", "--cached", "b.bin"], cwd=repo, check=True)
     (repo / "b.bin").unlink()
-    refused, why = adversarial._apply(repo, diff.decode())
+    refused, why = apply_patch(repo, diff.decode())
     assert not refused, why
     assert (repo / "b.bin").read_bytes() == bytes(range(256))
 
 
 @pytest.mark.usefixtures("docker_engine")
 def test_one_bad_task_does_not_stop_the_others(tmp_path_factory: pytest.TempPathFactory) -> None:
-    ws = Workspace.create(tmp_path_factory.mktemp("badtask") / "ws")
+    ws = Workspace.create(tmp_path_factory.mktemp("badtask") / "ws", REPO)
     try:
-        planning, running = adversarial.run_bad_task_keep_going(ws)
+        planning, running = run_bad_task_keep_going(ws)
     finally:
         for container in ws.containers():
             container.remove(force=True)
@@ -82,10 +84,10 @@ def test_one_bad_task_does_not_stop_the_others(tmp_path_factory: pytest.TempPath
 
 
 def test_a_malformed_task_toml_does_not_stop_planning_the_others(tmp_path: Path) -> None:
-    ws = Workspace.create(tmp_path / "ws")
+    ws = Workspace.create(tmp_path / "ws", REPO)
     ws.configure(["examples_calc-4"], [{"name": "nop", "kind": "nop"}])
     toml = ws.root / "examples/tasks/examples_slug-8/task.toml"
     toml.write_text(toml.read_text() + "garbage = = =\n")
-    out = ws.snakemake("--dry-run", ws.target("nop"))
+    out = ws.snakemake("--dry-run", ws.target("nop", TASK))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "examples_slug-8" in out.stderr  # reported

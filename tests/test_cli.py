@@ -1,4 +1,4 @@
-"""`python -m workflow ...`: generate, materialize, validate, status, plan and build-bases."""
+"""`kotlin-bench ...`: generate, materialize, validate, status, plan, build-bases and errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from workflow.cli import main
+from kotlin_bench.cli import main
+from kotlin_bench.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = "0123456789abcdef0123456789abcdef01234567"
@@ -98,12 +99,15 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 GEN = ["generate", "--spec", "dataset/tiny.json", "--out", "tasks", "--verifier-dir", "verifier"]
 
 
-def test_module_help_runs() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "workflow", "--help"], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    for command in ("generate", "materialize", "validate", "status", "plan", "build-bases"):
-        assert command in proc.stdout
+@pytest.mark.parametrize(
+    "command", [["kotlin-bench"], [sys.executable, "-m", "kotlin_bench"], [sys.executable, "-m", "workflow"]]
+)
+def test_command_help_runs(command: list[str]) -> None:
+    """The console command, the module, and (for one release, with a note) the old `python -m workflow`."""
+    proc = subprocess.run([*command, "--help"], cwd=REPO, capture_output=True, text=True, check=True)
+    for sub in ("generate", "materialize", "validate", "status", "plan", "build-bases", "errors"):
+        assert sub in proc.stdout
+    assert ("deprecated" in proc.stderr) == (command[-1] == "workflow")
 
 
 def test_generate_then_check(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -119,7 +123,7 @@ def test_generate_then_check(project: Path, capsys: pytest.CaptureFixture[str]) 
     assert main([*GEN, "--check"]) == 1
     out = capsys.readouterr()
     assert "differs: tasks/acme_widgets-2/tests/task.env" in out.out
-    assert "run `python -m workflow generate`" in out.err
+    assert "run `kotlin-bench generate`" in out.err
 
 
 def test_generate_no_bases_and_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,7 +187,7 @@ def test_materialize_validate_status(project: Path, capsys: pytest.CaptureFixtur
     }
 
     validate = ["validate", "--spec", "dataset/tiny.json", "--materialized"]
-    assert main(validate) == 1  # the fake verifier in tasks differs from workflow/verifier: drift
+    assert main(validate) == 1  # the fake verifier in tasks differs from the package's verifier: drift
     err = capsys.readouterr().err
     assert "differs from generation" in err
 
@@ -285,10 +289,10 @@ def test_plan_lists_bases_then_tasks(project: Path, capsys: pytest.CaptureFixtur
 
 
 def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import workflow.images
+    import kotlin_bench.images
 
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(workflow.images, "build_manifest_images", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(kotlin_bench.images, "build_manifest_images", lambda **kw: calls.append(kw))
     assert main(["build-bases", "--only", "acme_widgets", "--rebuild", "--logs-dir", "logs"]) == 0
     assert calls == [
         {
@@ -324,3 +328,21 @@ def test_the_repository_validates(
     assert "dataset/kotlin-bench.json: valid (106 tasks, 13 bases)" in out
     assert "pinterest/ktlint         MIT         43" in out
     assert "licenses: MIT 52, Apache-2.0 48, GPL-3.0 6" in out
+
+
+def test_materialize_the_bundled_default_builds_its_mirrors_as_the_dag_does(tmp_path: Path) -> None:
+    """`--config config.yaml` on the example dataset builds the upstream mirrors from committed sources
+    (as rule upstream_mirror does) instead of cloning the examples' placeholder URLs."""
+    work = copy_checkout(REPO, tmp_path / "ws", npm_packs=False)
+    task = "examples_calc-4"
+    for rel in ("instruction.md", "tests/expected_tests.json", "solution/fix.patch", ".materialized.json"):
+        (work / "examples/tasks" / task / rel).unlink(missing_ok=True)
+    cmd = ["kotlin-bench", "materialize", "--source", "upstream", "--config", "config.yaml"]
+    cmd += ["--spec", "examples/dataset.json", "--tasks-dir", "examples/tasks", task]
+    done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{task}: ok (upstream" in done.stdout
+    assert (work / "results/upstream/examples/calc/HEAD").is_file() or (
+        work / "results/upstream/examples/calc/.git"
+    ).is_dir()
+    assert (work / "examples/tasks" / task / "solution/fix.patch").stat().st_size > 0

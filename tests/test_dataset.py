@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from workflow.dataset import (
+from kotlin_bench.dataset import (
     OWNED_TASK_FILES,
     TEMPLATES_DIR,
     SpecError,
@@ -301,7 +301,7 @@ def _generate(tmp_path: Path, verifier_dir: Path, spec: dict[str, Any] | None = 
 
 
 def test_generation_writes_the_design_layout(tmp_path: Path, verifier_dir: Path) -> None:
-    from workflow.tasks import load_task
+    from kotlin_bench.tasks import load_task
 
     _generate(tmp_path, verifier_dir)
     t7 = tmp_path / "tasks" / "acme_widgets-7"
@@ -491,7 +491,7 @@ def test_init_scripts_escape_patterns() -> None:
 
 
 def test_repository_generated_files_are_current() -> None:
-    """The committed tasks/ and bases/ are what `python -m workflow generate` writes (drift test)."""
+    """The committed tasks/ and bases/ are what `kotlin-bench generate` writes (drift test)."""
     dataset = load_dataset(SPEC)
     report = generate(dataset, REPO / "tasks", bases_out=REPO / "bases", repo_root=REPO, check=True)
     assert not report.differing, [str(p) for p in report.differing[:10]]

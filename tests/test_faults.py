@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from workflow import adversarial
-from workflow.adversarial import Row, Workspace
+from adversarial.common import Row, render
+from adversarial.faults import ensure_engine, run_engine_restart, run_faults, run_signals
+from kotlin_bench import names
+from kotlin_bench.workspace import Workspace
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 
@@ -23,7 +26,7 @@ def _rows(ws: Workspace, run: object) -> dict[str, Row]:
     finally:
         for container in ws.containers():
             container.remove(force=True)
-    print(adversarial.render(rows, {}))
+    print(render(rows, {}))
     return {row.name: row for row in rows}
 
 
@@ -31,12 +34,12 @@ def _rows(ws: Workspace, run: object) -> dict[str, Row]:
 def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
     if os.geteuid() != 0:
         pytest.skip("the full-disk fault mounts a tmpfs: needs root")
-    return _rows(Workspace.create(tmp_path_factory.mktemp("faults") / "ws"), adversarial.run_faults)
+    return _rows(Workspace.create(tmp_path_factory.mktemp("faults") / "ws", REPO), run_faults)
 
 
 @pytest.fixture(scope="module")
 def signals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
-    return _rows(Workspace.create(tmp_path_factory.mktemp("signals") / "ws"), adversarial.run_signals)
+    return _rows(Workspace.create(tmp_path_factory.mktemp("signals") / "ws", REPO), run_signals)
 
 
 @pytest.mark.parametrize(
@@ -73,11 +76,9 @@ def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempP
     if os.geteuid() != 0 or not os.path.exists("/var/run/docker.pid"):
         pytest.skip("restarting dockerd needs root and a local daemon")
     try:
-        rows = _rows(
-            Workspace.create(tmp_path_factory.mktemp("engine") / "ws"), adversarial.run_engine_restart
-        )
+        rows = _rows(Workspace.create(tmp_path_factory.mktemp("engine") / "ws", REPO), run_engine_restart)
     finally:
-        adversarial.ensure_engine()  # whatever happened, the engine runs again
+        ensure_engine()  # whatever happened, the engine runs again
     row = rows["Docker daemon restarted mid-run"]
     if row.outcome == "not tried":
         pytest.skip(row.why)
@@ -87,9 +88,9 @@ def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempP
 def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
     """A run reaps the leftovers of its own key when it starts; the key names the workflow directory,
     so the same (agent, task, attempt) in another checkout is left alone."""
-    from workflow.containers import KEEPALIVE, RUN_LABEL, reap
-    from workflow.images import docker_client
-    from workflow.runner import workdir_tag
+    from kotlin_bench.containers import KEEPALIVE, reap
+    from kotlin_bench.images import docker_client
+    from kotlin_bench.runner import workdir_tag
 
     client = docker_client()
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
@@ -98,13 +99,13 @@ def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
             "kotlin-bench/examples_calc:pr-4",
             entrypoint=KEEPALIVE,
             detach=True,
-            labels={RUN_LABEL: f"nop.examples_calc-4.1.{workdir_tag(where)}"},
+            labels={names.LABEL_RUN: f"nop.examples_calc-4.1.{workdir_tag(where)}"},
         )
         for where in (ours, theirs)
     ]
     try:
         assert reap(client, f"nop.examples_calc-4.1.{workdir_tag(ours)}") == 1
-        remaining = {c.id for c in client.containers.list(all=True, filters={"label": RUN_LABEL})}
+        remaining = {c.id for c in client.containers.list(all=True, filters={"label": names.LABEL_RUN})}
         assert started[0].id not in remaining and started[1].id in remaining
     finally:
         for container in started:

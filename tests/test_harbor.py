@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workflow.harbor import command, map_trial, redact_secrets, stage_task
-from workflow.tasks import load_task
+from kotlin_bench.harbor import command, map_trial, redact_secrets, stage_task
+from kotlin_bench.tasks import load_task
 
 TRIAL = {
     "verifier_result": {"rewards": {"reward": 1.0}},
@@ -81,13 +81,18 @@ def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:
 )
 def test_map_trial(trial: dict, expected: dict) -> None:
     mapped = map_trial(trial)
-    assert {k: mapped[k] for k in expected} == expected
+    assert {k: getattr(mapped, k) for k in expected} == expected
 
 
 def test_map_trial_tokens_and_timings() -> None:
     mapped = map_trial(TRIAL)
-    assert mapped["agent_result"] == {"n_input_tokens": 1200, "n_output_tokens": 300, "cost_usd": 0.02}
-    assert mapped["timings"] == {"agent_sec": 42.5, "verifier_sec": 10.0}
+    assert mapped.agent_result == {
+        "n_input_tokens": 1200,
+        "n_cache_tokens": 5,
+        "n_output_tokens": 300,
+        "cost_usd": 0.02,
+    }
+    assert mapped.timings == {"agent_sec": 42.5, "verifier_sec": 10.0}
 
 
 def test_redact_secrets(tmp_path: Path) -> None:

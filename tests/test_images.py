@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow.images import (
+from kotlin_bench.images import (
     ImageError,
     build_base,
     context_files,

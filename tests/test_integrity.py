@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from adversarial.attacks import ATTACKS, run_attacks
+from adversarial.common import Row, render
+from kotlin_bench import integrity
+from kotlin_bench.record import RunResult, digest_problems, task_digest, verifier_digest
+from kotlin_bench.tasks import load_task
+from kotlin_bench.workspace import Workspace
 from tests.conftest import REPO
-from workflow import adversarial, integrity
-from workflow.adversarial import ATTACKS, Row, Workspace
-from workflow.runner import Result, task_digest, verifier_digest
-from workflow.tasks import load_task
 
 CALC = REPO / "examples/tasks/examples_calc-4"
 
@@ -120,27 +123,40 @@ def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(
     assert integrity.rescore(task, tmp_path)[0] == 0.0  # no junit.xml at all
 
 
-def test_check_result_digests_detects_another_task_or_verifier_version(calc_copy: Path) -> None:
+def test_digest_problems_detect_another_task_or_verifier_version(calc_copy: Path) -> None:
     task = load_task(calc_copy)
-    result = Result(task.id, "examples/calc", "oracle", "oracle", None, 1)
-    result.task_digest, result.verifier_digest = task_digest(task), verifier_digest(task)
-    good = json.loads(json.dumps(result.__dict__))
-    assert integrity.check_result_digests(good, task) == []
-    assert any("missing" in p for p in integrity.check_result_digests({**good, "task_digest": None}, task))
+    result = RunResult(task.id, "examples/calc", "oracle", "oracle", None, 1)
+    result.task_digest, result.verifier_digest = task_digest(task.path), verifier_digest(task.path)
+    assert digest_problems(result, task.id, task.path) == []
+    missing = replace(result, task_digest=None)
+    assert any("missing" in p for p in digest_problems(missing, task.id, task.path))
     assert any(
-        "not 'examples_calc-4'" in p for p in integrity.check_result_digests({**good, "task": "x"}, task)
+        "not 'examples_calc-4'" in p for p in digest_problems(replace(result, task="x"), task.id, task.path)
     )
     (calc_copy / "tests/test.sh").write_text((calc_copy / "tests/test.sh").read_text() + "# v2\n")
-    problems = integrity.check_result_digests(good, task)
+    problems = digest_problems(result, task.id, task.path)
     assert any(p.startswith("verifier_digest") for p in problems)
     assert any(p.startswith("task_digest") for p in problems)
 
 
+def test_stale_results_name_the_result_that_no_longer_matches(calc_copy: Path, tmp_path: Path) -> None:
+    task = load_task(calc_copy)
+    result = RunResult(task.id, "examples/calc", "oracle", "oracle", None, 1)
+    result.score(1.0)
+    result.task_digest, result.verifier_digest = task_digest(task.path), verifier_digest(task.path)
+    path = tmp_path / "result.json"
+    result.write(path)
+    assert integrity.stale_results([path], calc_copy.parent) == []
+    (calc_copy / "tests/test.sh").write_text((calc_copy / "tests/test.sh").read_text() + "# v2\n")
+    [line] = [x for x in integrity.stale_results([path], calc_copy.parent) if "verifier_digest" in x]
+    assert line.startswith(str(path))
+
+
 def test_make_task_digest_changes_with_any_file(make_task: Callable[..., Path]) -> None:
     task = load_task(make_task(), require_materialized=False)
-    before = task_digest(task)
+    before = task_digest(task.path)
     (task.path / "instruction.md").write_text("changed\n")
-    assert task_digest(task) != before
+    assert task_digest(task.path) != before
 
 
 # --------------------------------------------------------------------------- the attacks, for real
@@ -148,13 +164,13 @@ def test_make_task_digest_changes_with_any_file(make_task: Callable[..., Path]) 
 
 @pytest.fixture(scope="module")
 def attack_rows(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> dict[str, Row]:
-    ws = Workspace.create(tmp_path_factory.mktemp("attacks") / "ws")
+    ws = Workspace.create(tmp_path_factory.mktemp("attacks") / "ws", REPO)
     try:
-        rows = adversarial.run_attacks(ws)
+        rows = run_attacks(ws)
     finally:
         for container in ws.containers():
             container.remove(force=True)
-    print(adversarial.render(rows, {}))
+    print(render(rows, {}))
     return {row.name: row for row in rows}
 
 

@@ -13,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from workflow.dataset import Dataset, parse_dataset
-from workflow.materialize import (
-    MISSING_EXPECTED_MARKER,
-    STAMP,
+from kotlin_bench.dataset import Dataset, parse_dataset
+from kotlin_bench.materialize import (
     MaterializeError,
     PublishedSource,
     UpstreamSource,
@@ -26,6 +24,7 @@ from workflow.materialize import (
     read_stamp,
     task_status,
 )
+from kotlin_bench.names import MISSING_EXPECTED_MARKER, STAMP
 
 EXPECTED = {
     "f2p_tests": ["acme.WidgetTest.spins"],
@@ -379,15 +378,12 @@ def test_instruction_format_with_several_issues(upstream: dict[str, Any]) -> Non
 
 
 def test_upstream_missing_expected_tests_writes_the_marker(upstream: dict[str, Any]) -> None:
-    from workflow.tasks import MISSING_EXPECTED_MARKER as TASKS_MARKER
-
     u = upstream
     task = u["tasks"] / "acme_widgets-5"
     (task / "tests").mkdir()
     (task / "tests/expected_tests.json").write_text("{}")  # stale, from an earlier materialization
     (result,) = materialize(u["dataset"], u["tasks"], upstream_source(u))
     assert result.ok and not result.expected_tests
-    assert MISSING_EXPECTED_MARKER == TASKS_MARKER
     assert (task / MISSING_EXPECTED_MARKER).is_file()
     assert not (task / "tests/expected_tests.json").exists()
     status = task_status(u["dataset"].task("acme_widgets-5"), task)

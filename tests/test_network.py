@@ -1,4 +1,4 @@
-"""workflow.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
+"""kotlin_bench.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
 
 The Docker tests never send traffic past this host: the test servers (`allowed.test`, `api.allowed.test`,
 `blocked.test`, each serving HTTP on 8000 and 8443) sit on an INTERNAL egress network created here, which
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from workflow import containers, network
+from kotlin_bench import containers, network
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
 TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
@@ -131,7 +131,7 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(docker_engine: None) -> Iterator[Lab]:
-    from workflow.images import docker_client, image_id
+    from kotlin_bench.images import docker_client, image_id
 
     client = docker_client()
     if image_id(client, OS_IMAGE) is None:

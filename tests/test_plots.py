@@ -13,17 +13,13 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from tests.test_report import Files, make_result, mixed_results, run_script, write_results
-from workflow.plots import (
-    OUTCOMES,
-    outcome_chart,
-    outcome_matrix,
-    rate_chart,
-    render_html,
-    repository_chart,
-)
-from workflow.progress import Counts, Progress, duration, format_line, progress_line, start_progress
-from workflow.report import Section, rates, rates_by_repository, summarize
+from kotlin_bench.plots import OUTCOMES, outcome_chart, outcome_matrix, rate_chart, repository_chart
+from kotlin_bench.progress import Counts, Progress, duration, format_line, progress_line, start_progress
+from kotlin_bench.render import Section, render_html
+from kotlin_bench.stats import rates, rates_by_repository
+from kotlin_bench.summary import summarize
+from tests.factories import make_result, mixed_results, write_results
+from tests.test_report import Files, run_script
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -117,6 +113,7 @@ def test_plots_script(tmp_path: Path) -> None:
         rates=str(out / "rates.csv"),
         by_repository=str(out / "rates_by_repository.csv"),
         markdown=str(out / "summary.md"),
+        verdicts=str(out / "reproduce/verdicts.json"),
         reproduce_md=[str(out / "reproduce/agent.md")],
         reproduce_csv=[str(out / "reproduce/agent.csv")],
     )
@@ -138,6 +135,7 @@ def test_plots_script(tmp_path: Path) -> None:
         summary=aggregate.markdown.replace("summary.md", "summary.csv"),
         rates=aggregate.rates,
         by_repository=aggregate.by_repository,
+        verdicts=aggregate.verdicts,
         reproduce=aggregate.reproduce_csv,
     )
     run_script("plots.py", input=inputs, output=charts, params=params, log=log)

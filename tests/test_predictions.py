@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow.predictions import PredictionsError, load_predictions
+from kotlin_bench.predictions import PredictionsError, load_predictions
 
 TASKS = ["examples_calc-4", "acme_widgets-7"]
 
@@ -78,7 +78,7 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
 def test_agents_from_config_keep_every_field() -> None:
     from dataclasses import asdict
 
-    from workflow.agents import Agent
+    from kotlin_bench.agents import Agent
 
     entry = {
         "name": "h",

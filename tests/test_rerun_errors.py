@@ -1,12 +1,11 @@
 """An infrastructure failure is recorded as an `error` run, stated in the headline, and the documented
-rerun command (`python -m workflow errors --delete`, then `snakemake`) redoes that run and nothing else."""
+rerun command (`kotlin-bench errors --delete`, then `snakemake`) redoes that run and nothing else."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -51,9 +50,7 @@ def test_injected_failure_is_an_error_and_only_it_is_rerun(tmp_path: Path) -> No
     # Repair, then the documented rerun command.
     sentinel.write_bytes(original)
     os.utime(sentinel, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    listed = subprocess.run(
-        [sys.executable, "-m", "workflow", "errors", "--delete"], cwd=work, capture_output=True, text=True
-    )
+    listed = subprocess.run(["kotlin-bench", "errors", "--delete"], cwd=work, capture_output=True, text=True)
     assert listed.returncode == 0 and "1 errored run(s) deleted" in listed.stdout, listed.stdout
     assert planned_jobs(work, *args) == REPORT_JOBS | {"run": 1}
     out = snakemake(work, *args)

@@ -5,27 +5,29 @@ from __future__ import annotations
 
 import pytest
 
+from adversarial.common import Row, render
+from adversarial.sealed import run_sealed
+from kotlin_bench import names
+from kotlin_bench.tasks import discover
 from tests.conftest import REPO
-from workflow import adversarial
-from workflow.tasks import discover
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 TASKS = [p.name for p in discover(REPO / "examples/tasks")]
 
 
 @pytest.fixture(scope="module")
-def sealed() -> dict[str, adversarial.Row]:
-    rows = adversarial.run_sealed()
-    print(adversarial.render(rows, {}))
+def sealed() -> dict[str, Row]:
+    rows = run_sealed()
+    print(render(rows, {}))
     return {row.name: row for row in rows}
 
 
-def test_every_example_task_is_checked(sealed: dict[str, adversarial.Row]) -> None:
+def test_every_example_task_is_checked(sealed: dict[str, Row]) -> None:
     assert len(sealed) == len(TASKS) == 4
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_task_image_history_is_sealed(sealed: dict[str, adversarial.Row], task: str) -> None:
+def test_task_image_history_is_sealed(sealed: dict[str, Row], task: str) -> None:
     project, number = task.removeprefix("examples_").rsplit("-", 1)
-    row = sealed[f"kotlin-bench/examples_{project}:pr-{number}"]
+    row = sealed[names.task_image(f"examples_{project}", int(number))]
     assert row.ok, f"{row.name}: {row.outcome}: {row.why}"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kotlin_bench.names import image_parts
+from kotlin_bench.tasks import TaskError, discover, load_task
 from tests.conftest import TASK_TOML
-from workflow.tasks import TaskError, discover, image_parts, load_task
 
 
 def test_valid_task_loads(make_task) -> None:

@@ -1,8 +1,17 @@
-"""Entry point: `python -m workflow <command> ...` (see workflow.cli)."""
+"""`python -m workflow ...` from the repository root: kept for one release; use `kotlin-bench ...`.
+
+The Python package is now `kotlin_bench` (installed by scripts/setup.sh); `workflow/` holds only what
+Snakemake runs (scripts, schemas). This shim prints a note and runs the same command.
+"""
 
 import sys
 
-from workflow.cli import main
+from kotlin_bench.cli import main
 
-if __name__ == "__main__":
-    sys.exit(main())
+print(
+    "note: `python -m workflow` is deprecated and will be removed in the next release; use `kotlin-bench "
+    + " ".join(sys.argv[1:2])
+    + " ...` (or `python -m kotlin_bench`)",
+    file=sys.stderr,
+)
+sys.exit(main())

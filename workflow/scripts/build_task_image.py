@@ -1,13 +1,10 @@
 """Snakemake script of rule task_image: build one task's image and write its sentinel."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
-
-from workflow.images import build_task_image
-from workflow.smk import logged
-from workflow.tasks import load_task
+from kotlin_bench.images import build_task_image
+from kotlin_bench.smk import logged
+from kotlin_bench.tasks import load_task
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

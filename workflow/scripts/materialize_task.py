@@ -1,13 +1,10 @@
 """Snakemake script of rule materialize: write one task's upstream-authored files and its stamp."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
-
-from workflow.dataset import load_dataset
-from workflow.materialize import MaterializeError, materialize, source_from_config
-from workflow.smk import logged
+from kotlin_bench.dataset import load_dataset
+from kotlin_bench.materialize import MaterializeError, materialize, source_from_config
+from kotlin_bench.smk import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

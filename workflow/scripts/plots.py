@@ -1,14 +1,15 @@
 """Snakemake script of rule plots: the PNG charts and results/report.html (charts and tables embedded)."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
-
-from workflow.plots import outcome_chart, rate_chart, render_html, repository_chart
-from workflow.report import read_rates, read_summary, report_sections, write_text
-from workflow.reproduce import ReproducePlan, read_comparison, reference_label, reproduction_sections, verdict
-from workflow.smk import logged
+from kotlin_bench.fsutil import write_atomic
+from kotlin_bench.plots import outcome_chart, rate_chart, repository_chart
+from kotlin_bench.render import render_html
+from kotlin_bench.report import report_sections
+from kotlin_bench.reproduce import read_comparison, read_verdicts, reproduction_sections
+from kotlin_bench.smk import logged
+from kotlin_bench.stats import read_rates
+from kotlin_bench.summary import read_summary
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
@@ -17,19 +18,17 @@ with logged(sm.log[0]):
     rate_chart(overall, Path(sm.output.rates))
     repository_chart(by_repository, Path(sm.output.by_repository))
     outcome_chart(summary, Path(sm.output.outcomes))
-    plan = ReproducePlan.from_params(sm.params.reproduce)
-    verdicts, reproduction = [], []
-    for (agent, spec), csv_path in zip(plan.references.items(), sm.input.reproduce, strict=True):
-        comparison, label = read_comparison(Path(csv_path)), reference_label(spec)
-        verdicts.append(f"{agent} vs {label}: {verdict(comparison)}")
-        for section in reproduction_sections(agent, label, comparison):
-            section.title = f"Reproduction {agent} vs {label}: {section.title}"
+    verdicts = read_verdicts(Path(sm.input.verdicts))
+    reproduction = []
+    for verdict in verdicts:
+        for section in reproduction_sections(verdict, read_comparison(Path(verdict.comparison))):
+            section.title = f"Reproduction {verdict.agent} vs {verdict.reference}: {section.title}"
             reproduction.append(section)
-    sections = report_sections(summary, overall, by_repository, verdicts) + reproduction
+    sections = report_sections(summary, overall, by_repository, [v.line for v in verdicts]) + reproduction
     images = [
         ("Resolve rate per agent", Path(sm.output.rates)),
         ("Resolve rate per repository", Path(sm.output.by_repository)),
         ("Outcome per task and run", Path(sm.output.outcomes)),
     ]
-    write_text(render_html(sections, images), Path(sm.output.html))
+    write_atomic(Path(sm.output.html), render_html(sections, images))
     print(f"charts and {sm.output.html} written")

@@ -1,22 +1,19 @@
 """Snakemake script of rule run: evaluate one (task, agent, attempt) and write result.json.
 
 An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded as
-an `error` result instead, so that the summary shows it and `rerun-errors` can find it.
+an `error` result instead, so that the summary shows it and `kotlin-bench errors` can find it.
 SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the runner's `finally`
 blocks remove the run's containers, and no result is written.
 """
 
 import signal
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
-
-from workflow import runner
-from workflow.agents import Agent
-from workflow.images import read_sentinel
-from workflow.smk import logged
-from workflow.tasks import TaskError, load_task
+from kotlin_bench import names, runner
+from kotlin_bench.agents import Agent
+from kotlin_bench.images import read_sentinel
+from kotlin_bench.smk import logged
+from kotlin_bench.tasks import TaskError, load_task
 
 
 def _interrupted(signum: int, _frame: object) -> None:
@@ -38,7 +35,7 @@ with logged(sm.log[0]):
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, run_dir, exc)
     else:
         # Snakemake clears the job log before a retry; each try's failure is kept here too.
-        tries = Path(f"{sm.log[0]}.tries")
+        tries = Path(names.tries_log(agent.name, sm.wildcards.task, attempt))
         if sm.resources.tries == 1:
             tries.unlink(missing_ok=True)
         try:

@@ -3,16 +3,14 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
-
-from workflow.integrity import stale_results
-from workflow.report import STATUSES, summarize, write_csv
-from workflow.smk import logged
+from kotlin_bench.integrity import stale_results
+from kotlin_bench.smk import logged
+from kotlin_bench.summary import STATUSES, summarize, write_table
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     summary = summarize(Path(p) for p in sm.input)
-    write_csv(summary, Path(sm.output[0]))
+    write_table(summary, Path(sm.output[0]))
     counts = summary["status"].value_counts()
     line = ", ".join(f"{int(counts.get(s, 0))} {s}" for s in STATUSES)
     print(f"{len(summary)} runs ({line}) -> {sm.output[0]}")

@@ -1,0 +1,1 @@
+"""The integrity suite (see `python3 -m adversarial --help` and examples/adversarial/README.md)."""

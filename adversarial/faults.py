@@ -1,0 +1,326 @@
+"""Injected faults: timeouts, an out-of-memory kill, a killed container, a full disk, signals to
+Snakemake, and a restart of the Docker engine; each must end in a recorded result or error, or a clean
+resume.
+
+The engine restart stops dockerd (SIGTERM to the pid in /var/run/docker.pid, then
+scripts/setup_docker.sh); it is skipped when containers that are not this suite's run on the engine,
+unless KOTLIN_BENCH_ALLOW_ENGINE_RESTART=1."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from adversarial.common import (
+    ADVERSARIAL,
+    REPO,
+    TASK,
+    Row,
+    no_containers,
+    phase_container,
+    planned_runs,
+    record,
+    wait_for,
+)
+from kotlin_bench.images import docker_client
+from kotlin_bench.workspace import Workspace
+
+SLEEPER = "#!/usr/bin/env bash\n# never finishes: the agent timeout must stop it\nsleep 600\n"
+SLOW_GOLD = (
+    "#!/usr/bin/env bash\n# slow but right: four seconds of thought, then the fix of calc #3\nsleep 4\n"
+    + (REPO / ADVERSARIAL / "attacks" / "gold-script.sh").read_text(encoding="utf-8").split("\n", 1)[1]
+)
+FAULT_TASKS = {
+    "timeouts": "examples_calc-4",
+    "oom": "examples_semver-6",
+    "killed": "examples_slug-8",
+    "disk": "examples_calc-4",  # its 4 s verifier timeout keeps the resume short
+}
+
+
+def _kill_once(ws: Workspace, task: str, done: threading.Event, killed: list[str]) -> None:
+    """Kill the verifier container of `task` once, as soon as it runs."""
+    while not done.is_set():
+        with contextlib.suppress(Exception):
+            container = phase_container(ws, "verifier", task)
+            if container is not None:
+                time.sleep(1.5)
+                container.kill()
+                killed.append(container.name)
+                return
+        time.sleep(0.3)
+
+
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str) -> Iterator[Callable[[str], None]]:
+    """A small tmpfs at `path` (a full disk); yields a function that resizes it; unmounted at exit."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+
+    def resize(new: str) -> None:
+        subprocess.run(["mount", "-o", f"remount,size={new}", str(path)], check=True)
+
+    try:
+        yield resize
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def run_faults(ws: Workspace) -> list[Row]:
+    """Timeouts, an OOM, a killed container and a full disk, in one invocation; then the resume."""
+    rows: list[Row] = []
+    calc, semver, slug, units = (FAULT_TASKS[k] for k in ("timeouts", "oom", "killed", "disk"))
+    ws.edit_task(calc, "agent", "timeout_sec", "2.0")
+    ws.edit_task(calc, "verifier", "timeout_sec", "4.0")
+    ws.edit_task(semver, "environment", "memory_mb", "100")
+    sleeper = ws.write("adversarial-input/sleeper.sh", SLEEPER, 0o755)
+    agents = [
+        {"name": "sleeper", "kind": "script", "script": sleeper},
+        {"name": "nop", "kind": "nop"},
+        {"name": "diskfull", "kind": "nop"},
+    ]
+    ws.configure(sorted({calc, semver, slug, units}), agents, retries=1)
+    targets = [
+        ws.target("sleeper", calc),
+        ws.target("nop", calc),
+        ws.target("nop", semver),
+        ws.target("nop", slug),
+        ws.target("diskfull", units),
+    ]
+    # Images, mirrors and materialization first, so that the faults hit runs only.
+    prep = ws.prepare(*sorted({calc, semver, slug, units}))
+    if prep.returncode != 0:
+        return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
+    done, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_once, args=(ws, slug, done, killed), daemon=True)
+    killer.start()
+    with _tmpfs(ws.root / "results/runs/diskfull", "8k") as resize:
+        first = ws.snakemake(*targets)
+        done.set()
+        disk_result = record(ws, "diskfull", units)
+        partial = [p.name for p in ws.run_dir("diskfull", units).glob("*result*")]
+        clean, left = no_containers(ws)
+        disk_tries = ws.tries("diskfull", units)
+        resize("64m")
+        planned = planned_runs(ws, *targets)
+        second = ws.snakemake(*targets)
+        after = record(ws, "diskfull", units)
+
+    r = record(ws, "sleeper", calc)
+    rows.append(
+        Row(
+            "faults",
+            "agent timeout (2 s, agent sleeps)",
+            f"{r.get('status')}/{r.get('reason')}",
+            f"agent_timed_out={r.get('agent_timed_out')}",
+            r.get("status") == "unresolved"
+            and r.get("reason") == "agent_timeout"
+            and bool(r.get("agent_timed_out")),
+        )
+    )
+    r = record(ws, "nop", calc)
+    rows.append(
+        Row(
+            "faults",
+            "verifier timeout (4 s)",
+            f"{r.get('status')}/{r.get('reason')}",
+            "recorded, reward 0",
+            r.get("reason") == "verifier_timeout" and r.get("reward") == 0.0,
+        )
+    )
+    r = record(ws, "nop", semver)
+    tries = ws.tries("nop", semver)
+    rows.append(
+        Row(
+            "faults",
+            "OOM (memory_mb = 100)",
+            f"{r.get('status')}/{r.get('reason')}",
+            (r.get("error") or "")[:90],
+            r.get("status") == "error"
+            and "out of memory" in (r.get("error") or "")
+            and tries.count("failed") == 2,
+            "retried, then recorded as error",
+        )
+    )
+    r = record(ws, "nop", slug)
+    tries = ws.tries("nop", slug)
+    rows.append(
+        Row(
+            "faults",
+            "container killed mid-verifier",
+            f"{r.get('status')}/{r.get('reason')}",
+            (tries.strip().splitlines() or ["no failed try"])[0][:110],
+            bool(killed) and r.get("status") == "unresolved" and "try 1 of 2 failed" in tries,
+            "transient: retried, the retry scored it",
+        )
+    )
+    rows.append(
+        Row(
+            "faults",
+            "disk full writing results (8k tmpfs)",
+            f"1st: exit {first.returncode}, result {'present' if disk_result else 'absent'}",
+            f"{(disk_tries.strip().splitlines() or ['?'])[-1][:80]}; partial files: {partial or 'none'}; "
+            f"resume planned {planned} run(s); then "
+            f"{after.get('status')}/{after.get('reason')}",
+            first.returncode != 0
+            and not disk_result
+            and not partial
+            and planned == 1
+            and second.returncode == 0
+            and after.get("status") in ("unresolved", "resolved"),
+            "no partial result; the resume ran only the missing run",
+        )
+    )
+    rows.append(Row("faults", "containers left (faults batch)", left, "", clean))
+    clean, left = no_containers(ws)
+    rows.append(Row("faults", "containers left (after resume)", left, "", clean))
+    return rows
+
+
+def _signal_once(
+    ws: Workspace, target: str, sig: int, group: bool
+) -> tuple[int | None, subprocess.Popen[bytes]]:
+    proc = ws.popen(target)
+    found = wait_for(lambda: phase_container(ws, "agent") is not None or proc.poll() is not None, 120)
+    if found and proc.poll() is None:
+        time.sleep(1)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=120), proc
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return None, proc
+
+
+def run_signals(ws: Workspace) -> list[Row]:
+    """SIGINT and SIGTERM (to Snakemake's process group, as a terminal or CI sends them) and kill -9 of
+    Snakemake alone, each in the agent phase of one run; then the resume."""
+    rows: list[Row] = []
+    slow = ws.write("adversarial-input/slow-gold.sh", SLOW_GOLD, 0o755)
+    ws.configure([TASK], [{"name": "slow-gold", "kind": "script", "script": slow}], retries=0)
+    target = ws.target("slow-gold", TASK)
+    prep = ws.prepare(TASK)
+    if prep.returncode != 0:
+        return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
+    for name, sig, group in (("SIGINT", signal.SIGINT, True), ("SIGTERM", signal.SIGTERM, True)):
+        code, _ = _signal_once(ws, target, sig, group)
+        gone = wait_for(lambda: not ws.containers(), 30)
+        result = record(ws, "slow-gold")
+        locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
+        rows.append(
+            Row(
+                "faults",
+                f"Snakemake {name} (process group)",
+                f"exit {code}, result {'present' if result else 'absent'}",
+                f"containers removed: {gone}; lock released: {not locked}",
+                code not in (0, None) and not result and gone and not locked,
+            )
+        )
+    code, _ = _signal_once(ws, target, signal.SIGKILL, False)
+    locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
+    refused = ws.snakemake(target)
+    unlock = ws.snakemake("--unlock")
+    resumed = ws.snakemake(target)
+    result = record(ws, "slow-gold")
+    clean, left = no_containers(ws)
+    rows.append(
+        Row(
+            "faults",
+            "kill -9 Snakemake (its job orphaned)",
+            f"lock left: {locked}; next run refused: {refused.returncode != 0 and '--unlock' in refused.stderr}",
+            f"after --unlock: {result.get('status')}/reward {result.get('reward')}; containers left: {left}",
+            locked
+            and refused.returncode != 0
+            and unlock.returncode == 0
+            and resumed.returncode == 0
+            and result.get("status") == "resolved"
+            and clean,
+            "the resume waits for the orphan (run lock), then redoes the run",
+        )
+    )
+    return rows
+
+
+def _foreign_containers(ws: Workspace) -> list[str]:
+    """Running containers that are not this workspace's (a restart of the engine would stop them)."""
+    ours = {c.id for c in ws.containers()}
+    return [c.name for c in docker_client().containers.list() if c.id not in ours]
+
+
+def restart_engine(timeout: float = 90) -> None:
+    """Stop dockerd (SIGTERM to its pid) and start it again with scripts/setup_docker.sh."""
+    pid = int(Path("/var/run/docker.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout)
+    ensure_engine()
+
+
+def ensure_engine() -> None:
+    subprocess.run(
+        ["bash", str(REPO / "scripts/setup_docker.sh"), "--timeout", "90"], check=False, capture_output=True
+    )
+
+
+def _engine_busy(ws: Workspace) -> Row | None:
+    """A "not tried" row when a restart of the engine would stop containers that are not ours."""
+    foreign = _foreign_containers(ws)
+    if not foreign or os.environ.get("KOTLIN_BENCH_ALLOW_ENGINE_RESTART") == "1":
+        return None
+    note = f"skipped: {len(foreign)} other container(s) run on this engine ({', '.join(foreign[:3])})"
+    return Row(
+        "faults",
+        "Docker daemon restarted mid-run",
+        "not tried",
+        note,
+        True,
+        "KOTLIN_BENCH_ALLOW_ENGINE_RESTART=1",
+    )
+
+
+def run_engine_restart(ws: Workspace) -> list[Row]:
+    """dockerd stopped and started again while a run is in its verifier phase: the try fails, the retry
+    waits for the engine and scores the run; the stopped containers are reaped."""
+    busy = _engine_busy(ws)
+    if busy:
+        return [busy]
+    ws.configure([TASK], [{"name": "oracle", "kind": "oracle"}], retries=1)
+    target = ws.target("oracle", TASK)
+    prep = ws.prepare(TASK)
+    if prep.returncode != 0:
+        return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
+    proc = ws.popen(target)
+    try:
+        wait_for(lambda: phase_container(ws, "verifier") is not None or proc.poll() is not None, 180)
+        time.sleep(2)
+        busy = _engine_busy(ws)  # again: someone may have started containers meanwhile
+        if busy is None:
+            restart_engine()
+        code = proc.wait(timeout=600)
+    finally:
+        ensure_engine()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if busy:
+        return [busy]
+    result = record(ws, "oracle")
+    tries = ws.tries("oracle", TASK)
+    clean, left = no_containers(ws)
+    return [
+        Row(
+            "faults",
+            "Docker daemon restarted mid-run",
+            f"exit {code}; {result.get('status')}/reward {result.get('reward')}",
+            f"{(tries.strip().splitlines() or ['no failed try'])[0][:100]}; containers left: {left}",
+            code == 0 and result.get("status") == "resolved" and "failed" in tries and clean,
+            "the retry waited for the engine, then scored the run",
+        )
+    ]

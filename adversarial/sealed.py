@@ -1,0 +1,117 @@
+"""Sealed history: what the example task images let an agent see of the repository's history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from adversarial.common import REPO, Row
+
+
+def pr_heads(tasks: list[str], work: Path) -> dict[str, tuple[str, str, list[str]]]:
+    """task -> (base sha, PR head sha, the objects the PR adds), from the upstream repositories built
+    on the host with the images' own builder (the SHAs depend only on the files)."""
+    spec = json.loads((REPO / "examples/dataset.json").read_text(encoding="utf-8"))
+    entries = {t["id"]: t for t in spec["tasks"]}
+    found: dict[str, tuple[str, str, list[str]]] = {}
+    for task in tasks:
+        project, number = task.removeprefix("examples_").rsplit("-", 1)
+        dest = work / project
+        if not dest.exists():
+            subprocess.run(
+                [
+                    "bash",
+                    str(REPO / "examples/bases/toolchain/make-upstream-repo.sh"),
+                    str(REPO / "examples/bases" / project / "upstream"),
+                    str(dest),
+                ],
+                check=True,
+                capture_output=True,
+            )
+        git = ["git", "-C", str(dest)]
+        head = subprocess.run(
+            [*git, "rev-parse", f"refs/pull/{number}/head"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        base = str(entries.get(task, {}).get("base_commit") or "")
+        if not base:
+            base = subprocess.run(
+                [*git, "rev-parse", f"{head}^"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        objects = subprocess.run(
+            [*git, "rev-list", "--objects", head, f"^{base}"], capture_output=True, text=True, check=True
+        ).stdout
+        found[task] = (base, head, [line.split()[0] for line in objects.splitlines() if line.strip()])
+    return found
+
+
+SEAL_CHECK = r"""
+set -u
+cd "$REPO_DIR"
+g=$(git rev-parse --absolute-git-dir)
+echo "head=$(git rev-parse HEAD)"
+echo "count=$(git rev-list --all --count)"
+echo "remotes=$(git remote | wc -l)"
+echo "refs=$(git for-each-ref | wc -l)"
+echo "stash=$(git stash list 2>/dev/null | wc -l)"
+echo "reflogs=$(find "$g/logs" -type f 2>/dev/null | wc -l)"
+echo "special=$(ls "$g" | grep -cE '^(FETCH_HEAD|ORIG_HEAD|MERGE_HEAD|packed-refs)$')"
+echo "loose=$(git count-objects -v | sed -n 's/^count: //p')"
+echo "unreachable=$(git fsck --unreachable --dangling --no-reflogs --no-progress 2>&1 | grep -cE '^(unreachable|dangling)')"
+echo "packed=$(for i in "$g"/objects/pack/*.idx; do git show-index <"$i"; done | wc -l)"
+echo "reachable=$(git rev-list --objects --all | wc -l)"
+present=0
+for o in $PR_OBJECTS; do git cat-file -e "$o" 2>/dev/null && present=$((present + 1)); done
+echo "pr_present=$present"
+"""
+
+
+def run_sealed(tasks: list[str] | None = None) -> list[Row]:
+    """In every example task image only the base commit is reachable and no object of the fix exists."""
+    from kotlin_bench.images import docker_client, image_id
+    from kotlin_bench.tasks import discover, load_task
+
+    client = docker_client()
+    loaded = [load_task(p, require_materialized=False) for p in discover(REPO / "examples/tasks")]
+    selected = [t for t in loaded if tasks is None or t.id in tasks]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="kotlin-bench-upstream.") as tmp:
+        heads = pr_heads([t.id for t in selected], Path(tmp))
+    for task in selected:
+        base, head, objects = heads[task.id]
+        if image_id(client, task.image) is None:
+            rows.append(Row("sealed", task.image, "image missing", "build it: snakemake --cores 2", False))
+            continue
+        env = {"REPO_DIR": task.repo_dir, "PR_OBJECTS": " ".join(objects)}
+        out = client.containers.run(
+            task.image, ["bash", "-c", SEAL_CHECK], environment=env, remove=True, network_disabled=True
+        )
+        facts = dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
+        ok = (
+            facts.get("head") == task.base_commit
+            and facts.get("count") == "1"
+            and all(
+                facts.get(k) == "0"
+                for k in (
+                    "remotes",
+                    "refs",
+                    "stash",
+                    "reflogs",
+                    "special",
+                    "loose",
+                    "unreachable",
+                    "pr_present",
+                )
+            )
+            and facts.get("packed") == facts.get("reachable")
+            and base == task.base_commit
+        )
+        detail = (
+            f"HEAD=base, {facts.get('count')} commit, PR head {head[:10]} and its {len(objects)} object(s): "
+            f"{facts.get('pr_present')} present; refs/remotes/stash/reflogs/loose/unreachable: "
+            f"{'/'.join(facts.get(k, '?') for k in ('refs', 'remotes', 'stash', 'reflogs', 'loose', 'unreachable'))}; "
+            f"pack {facts.get('packed')} = reachable {facts.get('reachable')}"
+        )
+        rows.append(Row("sealed", task.image, "sealed" if ok else "NOT SEALED", detail, ok))
+    return rows

@@ -1,0 +1,150 @@
+"""Every name and path the parts of kotlin-bench agree on, spelled out once.
+
+- images: `kotlin-bench/<repo_key>:<tag>` (bases) and `kotlin-bench/<repo_key>:pr-<N>` (tasks);
+- the results tree: image sentinels, run directories and their files, reports, logs;
+- task directory files that materialization writes;
+- folders inside task containers, and the labels on every container and network the harness makes.
+
+Paths under `results/` are relative to the workflow directory (Snakemake's working directory), as
+strings, because rules and input functions use them as Snakemake targets.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --------------------------------------------------------------------------- images
+
+IMAGE_NAMESPACE = "kotlin-bench"
+_IMAGE_RE = re.compile(r"^kotlin-bench/(?P<repo>[a-z0-9][a-z0-9._-]*):(?P<tag>[A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+def image(repo_key: str, tag: str) -> str:
+    """A base image (or any image of ours): `kotlin-bench/<repo_key>:<tag>`."""
+    return f"{IMAGE_NAMESPACE}/{repo_key}:{tag}"
+
+
+def task_image(repo_key: str, pr: int) -> str:
+    """A task image: the base image's repository key and the pull request number."""
+    return image(repo_key, f"pr-{pr}")
+
+
+def image_parts(name: str) -> tuple[str, str]:
+    """Split `kotlin-bench/<repo>:<tag>` into (repo, tag); anything else is an error."""
+    match = _IMAGE_RE.match(name)
+    if not match:
+        raise ValueError(f"image {name!r} is not of the form {IMAGE_NAMESPACE}/<repo>:<tag>")
+    return match["repo"], match["tag"]
+
+
+def is_ours(name: str) -> bool:
+    return name.startswith(f"{IMAGE_NAMESPACE}/")
+
+
+# --------------------------------------------------------------------------- the results tree
+
+RESULTS = "results"
+SUMMARY_CSV = f"{RESULTS}/summary.csv"
+SUMMARY_MD = f"{RESULTS}/summary.md"
+RATES_CSV = f"{RESULTS}/rates.csv"
+RATES_BY_REPOSITORY_CSV = f"{RESULTS}/rates_by_repository.csv"
+REPORT_HTML = f"{RESULTS}/report.html"
+PLOT_RATES = f"{RESULTS}/plots/rates.png"
+PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
+PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
+REPRODUCE_DIR = f"{RESULTS}/reproduce"
+VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
+LOGS = f"{RESULTS}/logs"
+
+
+def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
+    return f"{results}/images/base/{repo_key}/{tag}.json"
+
+
+def task_sentinel(task_id: str, results: str = RESULTS) -> str:
+    return f"{results}/images/task/{task_id}.json"
+
+
+def runs_root(results: str = RESULTS) -> str:
+    return f"{results}/runs"
+
+
+def run_dir(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{runs_root()}/{agent}/{task_id}/attempt-{attempt}"
+
+
+def run_result(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{run_dir(agent, task_id, attempt)}/{RESULT_FILE}"
+
+
+RESULT_FILE = "result.json"
+RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root()
+# Files of a run directory (besides result.json).
+AGENT_DIFF = "agent.diff"
+AGENT_LOG = "agent.log"
+PROXY_LOG = "proxy.log"
+VERIFIER_LOG = "verifier.log"
+VERIFIER_OUT = "verifier"  # the copied-out /logs/verifier
+REWARD_TXT = "reward.txt"
+REPORT_JSON = "report.json"
+JUNIT_XML = "junit.xml"
+TEST_OUTPUT_LOG = "test_output.log"
+LEFTOVER_PROCESSES = "leftover_processes.txt"
+
+
+def mirror_dir(owner: str, repo: str) -> str:
+    return f"{RESULTS}/upstream/{owner}/{repo}"
+
+
+def reproduce_output(agent: str, suffix: str) -> str:
+    return f"{REPRODUCE_DIR}/{agent}{suffix}"
+
+
+def log(*parts: str) -> str:
+    """`results/logs/<part>/.../<last>.log`."""
+    return "/".join((LOGS, *parts)) + ".log"
+
+
+def run_log(agent: str, task_id: str, attempt: int | str) -> str:
+    return log("runs", agent, task_id, f"attempt-{attempt}")
+
+
+def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
+    """Each failed try of a run, one line each (Snakemake clears a job's log before a retry)."""
+    return f"{run_log(agent, task_id, attempt)}.tries"
+
+
+# --------------------------------------------------------------------------- task directories
+
+STAMP = ".materialized.json"
+MISSING_EXPECTED_MARKER = "tests/.expected_tests_missing"
+EXPECTED_TESTS = "tests/expected_tests.json"
+INSTRUCTION = "instruction.md"
+FIX_PATCH = "solution/fix.patch"
+TEST_PATCH = "tests/test.patch"
+# Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
+MATERIALIZED = frozenset({FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP})
+
+
+def stamp(tasks_dir: str, task_id: str) -> str:
+    """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
+    return f"{tasks_dir}/{task_id}/{STAMP}"
+
+
+# --------------------------------------------------------------------------- inside task containers
+
+CONTAINER_VERIFIER_LOGS = "/logs/verifier"
+CONTAINER_TESTS = "/tests"
+CONTAINER_SOLUTION = "/solution"
+CONTAINER_AGENT_PATCH_DIR = "/tmp/kotlin-bench-agent"
+CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
+CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
+
+# --------------------------------------------------------------------------- labels
+
+LABEL_RUN = "kotlin-bench.run"
+LABEL_TASK = "kotlin-bench.task"
+LABEL_AGENT = "kotlin-bench.agent"
+LABEL_PHASE = "kotlin-bench.phase"
+LABEL_WORKDIR = "kotlin-bench.workdir"
+LABEL_ROLE = "kotlin-bench.role"

@@ -1,0 +1,73 @@
+"""Synthetic run records for the tests of the record, the summary, the statistics and the reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench import names
+from kotlin_bench.record import RunResult, Status
+from kotlin_bench.summary import summarize
+
+CATEGORIES_OK = {
+    "f2p": {"expected": 2, "landed": 2, "missing": []},
+    "p2p": {"expected": 5, "landed": 5, "missing": []},
+    "s2p": {"expected": 0, "landed": 0, "missing": []},
+    "n2p": {"expected": 1, "landed": 1, "missing": []},
+}
+
+
+def verifier_report(reasons: list[str], f2p_landed: int = 2) -> dict[str, Any]:
+    categories = {k: dict(v) for k, v in CATEGORIES_OK.items()}
+    categories["f2p"]["landed"] = f2p_landed
+    return {"resolved": not reasons, "valid": True, "reasons": reasons, "categories": categories}
+
+
+def make_result(
+    task: str, agent: str = "oracle", attempt: int = 1, status: str = "resolved", **fields: Any
+) -> RunResult:
+    """A run record as the runner writes it, with any fields set."""
+    repository = fields.pop("repository", f"acme/{task.split('-')[0]}")
+    result = RunResult(task, repository, agent, fields.pop("kind", agent), fields.pop("model", None), attempt)
+    result.status = Status(status)
+    result.reward = {"resolved": 1.0, "unresolved": 0.0}.get(status)
+    result.image_id = "sha256:" + "ab" * 32
+    result.timings = {"agent_sec": 1.5, "verifier_sec": 10.25, "total_sec": 12.0}
+    if status == "resolved":
+        result.verifier = verifier_report([])
+    for key, value in fields.items():
+        setattr(result, key, value)
+    return result
+
+
+def write_results(root: Path, results: list[RunResult]) -> list[Path]:
+    """Write each result to its run path under `root`; returns the paths in order."""
+    paths = []
+    for result in results:
+        path = root / names.run_result(result.agent, result.task, result.attempt)
+        result.write(path)
+        paths.append(path)
+    return paths
+
+
+def mixed_results() -> list[RunResult]:
+    """oracle resolves 4 tasks; `agent` (model m1) has each kind of failure, one run errored."""
+    tasks = ["calc-1", "calc-2", "slug-1", "units-1"]
+    results = [make_result(t) for t in tasks]
+    results += [
+        make_result("calc-1", "agent", model="m1", agent_result={"n_input_tokens": 1200, "n_output_tokens": 300, "cost_usd": 0.042}),
+        make_result(
+            "calc-2", "agent", status="unresolved", model="m1", reason="f2p",
+            verifier=verifier_report(["expected_missing: f2p 1 of 2"], f2p_landed=1),
+        ),
+        make_result("slug-1", "agent", status="unresolved", model="m1", reason="verifier_timeout"),
+        make_result(
+            "units-1", "agent", status="error", model="m1", reason="RunError", error="the engine went away",
+            timings={},
+        ),
+    ]  # fmt: skip
+    return results
+
+
+def mixed_summary(root: Path):
+    return summarize(write_results(root, mixed_results()))
