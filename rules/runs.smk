@@ -21,5 +21,7 @@ rule run:
             wildcards.agent, wildcards.task
         ),
         retries=config.get("retries", 1),
+        # the capture's limits (kotlin_bench.handoff.Limits; defaults for keys not set)
+        capture=config.get("capture", {}),
     script:
         "../workflow/scripts/run_task.py"

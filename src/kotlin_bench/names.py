@@ -82,6 +82,7 @@ RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root()
 # Files of a run directory (besides result.json).
 AGENT_DIFF = "agent.diff"
 AGENT_LOG = "agent.log"
+CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"
 VERIFIER_LOG = "verifier.log"
 VERIFIER_OUT = "verifier"  # the copied-out /logs/verifier
@@ -136,7 +137,6 @@ def stamp(tasks_dir: str, task_id: str) -> str:
 CONTAINER_VERIFIER_LOGS = "/logs/verifier"
 CONTAINER_TESTS = "/tests"
 CONTAINER_SOLUTION = "/solution"
-CONTAINER_AGENT_PATCH_DIR = "/tmp/kotlin-bench-agent"
 CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
 

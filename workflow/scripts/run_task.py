@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 from kotlin_bench import names, runner
+from kotlin_bench.handoff import Limits
 from kotlin_bench.agents import Agent
 from kotlin_bench.images import read_sentinel
 from kotlin_bench.smk import logged
@@ -24,6 +25,7 @@ signal.signal(signal.SIGTERM, _interrupted)
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)
+    limits = Limits.from_config(sm.params.capture)
     attempt = int(sm.wildcards.attempt)
     run_dir = Path(sm.output[0]).parent
     try:
@@ -40,7 +42,7 @@ with logged(sm.log[0]):
             tries.unlink(missing_ok=True)
         try:
             image = read_sentinel(Path(sm.input[0]))["id"]
-            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
+            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image, limits=limits)
         except Exception as exc:
             line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
             print(line)
