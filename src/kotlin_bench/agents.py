@@ -122,7 +122,9 @@ def _apply_prediction(
     if prediction is None or not prediction.patch.strip():
         log_path.write_text(f"predictions: no patch for {task.id}\n", encoding="utf-8")
         return Outcome(NOTHING, skip_verifier_reason="empty_patch", model=model)
-    done, applied = handoff.apply_patch(container, task, patch_candidates(prediction.patch), log_path, timeout)
+    done, applied = handoff.apply_patch(
+        container, task, patch_candidates(prediction.patch), log_path, timeout
+    )
     result = containers.ExecResult(done.exit_code, done.timed_out, done.seconds)
     reason = None if applied.applier else "patch_not_applied"
     return Outcome(result, skip_verifier_reason=reason, model=model, prediction=applied)

@@ -19,6 +19,8 @@ Predicted patches are applied by the same script: the patch as given and then no
 
 from __future__ import annotations
 
+import contextlib
+import re
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -107,8 +109,16 @@ WHY_TEXT = {
     Why.EMBEDDED_REPOSITORY: "an embedded git repository",
 }
 
-# handoff.sh capture's exit codes.
-EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE = 10, 11, 12
+# handoff.sh capture's exit codes, what they mean for the run, and why.
+EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE, EXIT_NO_GIT = 10, 11, 12, 13
+OUTCOMES = {0: Outcome.CAPTURED, EXIT_TOO_LARGE: Outcome.TOO_LARGE, EXIT_NO_WORK_TREE: Outcome.WORK_TREE_GONE}
+EXIT_TEXT = {
+    EXIT_NO_BASE: "not even the task image's objects give the base tree",
+    EXIT_TOO_LARGE: "the diff exceeds capture.max_diff_bytes = {limits.max_diff_bytes}",
+    EXIT_NO_WORK_TREE: "{repo} is not a directory any more",
+    EXIT_NO_GIT: "no usable git in the agent container, nor the task image's",
+}
+GIT_PATHS = ("/usr/bin/git", "/usr/local/bin/git")  # where task images have git
 
 
 @dataclass(frozen=True)
@@ -147,21 +157,38 @@ class Capture:
     def review(self) -> list[str]:
         """One line per path left out or not added (flags.left_out)."""
         lines = [x.line() for x in self.left_out] + self.errors
-        return lines[:MAX_LISTED] + ([f"... and {len(lines) - MAX_LISTED} more"] if len(lines) > MAX_LISTED else [])
+        return lines[:MAX_LISTED] + (
+            [f"... and {len(lines) - MAX_LISTED} more"] if len(lines) > MAX_LISTED else []
+        )
 
 
-def _left_out(data: bytes) -> list[LeftOut]:
+def _left_out(data: bytes, repos: Sequence[LeftOut] = ()) -> list[LeftOut]:
+    """The records of CAP/out/left-out and the embedded repositories git add refused; files inside an
+    embedded repository are covered by its entry."""
     fields = data.split(b"\0")
-    found = []
+    found = list(repos)
     for i in range(0, len(fields) - 2, 3):
         why, size, path = (f.decode("utf-8", errors="surrogateescape") for f in fields[i : i + 3])
         found.append(LeftOut(path, Why(why), int(size) if size else None))
-    return found
+    repos = tuple(f"{x.path}/" for x in found if x.why is Why.EMBEDDED_REPOSITORY)
+    return [x for x in found if x.why is Why.EMBEDDED_REPOSITORY or not x.path.startswith(repos)]
 
 
-def _errors(data: bytes) -> list[str]:
-    text = data.decode("utf-8", errors="replace")
-    return [line for line in text.splitlines() if line.startswith(("error:", "fatal:"))][:MAX_LISTED]
+# git add's word for a new directory whose own .git has no commit: an embedded repository too.
+_NO_COMMIT = re.compile(r"^error: '(?P<path>.*)/' does not have a commit checked out$")
+
+
+def _errors(data: bytes) -> tuple[list[str], list[LeftOut]]:
+    """git add's errors (paths it could not add), and the embedded repositories among them."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    errors, repos = [], []
+    for line in text.splitlines():
+        found = _NO_COMMIT.match(line)
+        if found:
+            repos.append(LeftOut(found["path"], Why.EMBEDDED_REPOSITORY))
+        elif line.startswith(("error:", "fatal:")):
+            errors.append(line)
+    return errors[:MAX_LISTED], repos
 
 
 # --------------------------------------------------------------------------- capture
@@ -177,19 +204,32 @@ def capture(
     labels: dict[str, str],
 ) -> Capture:
     """Write the agent's work as a diff to `diff_path` (empty unless captured), git's messages to
-    `log_path`; `image` and `labels` make the pristine container the objects come from when needed.
+    `log_path`. What the agent container lacks is taken from a pristine container of `image` (created
+    with `labels`, never started): the objects when the agent's cannot give the base tree, the git
+    binary when the agent's is gone or broken.
 
     Raises `containers.ContainerError` (and the engine's errors) on infrastructure failures only."""
     started = time.monotonic()
+    deadline = started + limits.timeout_sec
     containers.revive(container)  # our watchdog may have killed it at a hard agent timeout
-    _prepare(container)
-    record = _capture_once(container, task, limits, diff_path, log_path, f"{task.repo_dir}/.git/objects")
-    if record is None:  # the agent's objects cannot give the base tree: the task image's can
-        containers.copy_from_image(container, image, f"{task.repo_dir}/.git/objects", PRISTINE_DIR, labels)
-        record = _capture_once(container, task, limits, diff_path, log_path, f"{PRISTINE_DIR}/objects")
-        if record is None:
-            record = Capture(Outcome.UNAVAILABLE, message="not even the pristine objects give the base tree")
-        record.objects = "pristine"
+    diff_path.write_bytes(b"")
+    problem = _prepare(container)
+    if problem:  # e.g. the agent removed bash: its outcome, not the harness's
+        return Capture(Outcome.UNAVAILABLE, seconds=time.monotonic() - started, message=problem)
+    objects, remedied = "repository", set()
+    while True:
+        store = f"{task.repo_dir}/.git/objects" if objects == "repository" else f"{PRISTINE_DIR}/objects"
+        code, record = _capture_once(container, task, limits, diff_path, log_path, store, deadline)
+        if code == EXIT_NO_BASE and objects == "repository":
+            containers.copy_from_image(
+                container, image, f"{task.repo_dir}/.git/objects", PRISTINE_DIR, labels
+            )
+            objects = "pristine"
+        elif code == EXIT_NO_GIT and code not in remedied and _copy_git(container, image, labels):
+            remedied.add(code)
+        else:
+            break
+    record.objects = objects
     record.seconds = time.monotonic() - started
     if record.outcome is not Outcome.CAPTURED:
         diff_path.write_bytes(b"")
@@ -197,10 +237,27 @@ def capture(
     return record
 
 
+def _copy_git(container: Container, image: str, labels: dict[str, str]) -> bool:
+    """The task image's git binary into CAP/pristine/bin (handoff.sh puts it first on PATH)."""
+    import docker
+
+    for path in GIT_PATHS:
+        with contextlib.suppress(docker.errors.NotFound):
+            containers.copy_from_image(container, image, path, f"{PRISTINE_DIR}/bin", labels)
+            return True
+    return False
+
+
 def _capture_once(
-    container: Container, task: Task, limits: Limits, diff_path: Path, log_path: Path, objects: str
-) -> Capture | None:
-    """One capture with the given object store; None when it does not hold the base tree."""
+    container: Container,
+    task: Task,
+    limits: Limits,
+    diff_path: Path,
+    log_path: Path,
+    objects: str,
+    deadline: float,
+) -> tuple[int | None, Capture]:
+    """One try of handoff.sh capture with the given object store: its exit code and record."""
     argv = _argv(
         "capture",
         task.repo_dir,
@@ -210,33 +267,29 @@ def _capture_once(
         str(limits.max_diff_bytes),
         *limits.exclude,
     )
+    left = max(1.0, deadline - time.monotonic())
     with diff_path.open("wb") as out, log_path.open("ab") as err:
-        err.write(f"capture: objects {objects}\n".encode())
-        done = containers.stream(container, argv, out, err, limits.timeout_sec, limits.max_diff_bytes)
+        err.write(f"kotlin-bench: capture with objects {objects}\n".encode())
+        done = containers.stream(container, argv, out, err, left, limits.max_diff_bytes, workdir="/")
     if done.overflowed:
-        return Capture(Outcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes")
+        return None, Capture(Outcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes")
     if done.timed_out or done.exit_code is None:
-        return Capture(Outcome.UNAVAILABLE, message=f"the capture took longer than {limits.timeout_sec:g} s")
-    if done.exit_code == EXIT_NO_BASE:
-        return None
-    record = Capture(Outcome.CAPTURED)
+        message = f"the capture took longer than capture.timeout_sec = {limits.timeout_sec:g} s"
+        return None, Capture(Outcome.UNAVAILABLE, message=message)
+    record = Capture(OUTCOMES.get(done.exit_code, Outcome.UNAVAILABLE))
     try:
-        record.left_out = _left_out(
-            containers.read_file(container, f"{CAP}/out/left-out", MAX_RECORD_BYTES) or b""
+        record.errors, repos = _errors(
+            containers.read_file(container, f"{CAP}/out/errors", MAX_RECORD_BYTES) or b""
         )
-        record.errors = _errors(containers.read_file(container, f"{CAP}/out/errors", MAX_RECORD_BYTES) or b"")
+        record.left_out = _left_out(
+            containers.read_file(container, f"{CAP}/out/left-out", MAX_RECORD_BYTES) or b"", repos
+        )
     except OSError as exc:  # more than MAX_RECORD_BYTES of paths: they are left out all the same
         record.errors.append(f"the list of paths left out is incomplete: {exc}")
-    if done.exit_code == EXIT_TOO_LARGE:
-        record.outcome = Outcome.TOO_LARGE
-        record.message = f"the diff exceeds capture.max_diff_bytes = {limits.max_diff_bytes}"
-    elif done.exit_code == EXIT_NO_WORK_TREE:
-        record.outcome = Outcome.WORK_TREE_GONE
-        record.message = f"{task.repo_dir} is not a directory any more"
-    elif done.exit_code != 0:
-        record.outcome = Outcome.UNAVAILABLE
-        record.message = f"handoff.sh capture exited with {done.exit_code} (see {log_path.name})"
-    return record
+    if record.outcome is not Outcome.CAPTURED:
+        why = EXIT_TEXT.get(done.exit_code, f"handoff.sh capture exited with {done.exit_code}")
+        record.message = f"{why} (see {log_path.name})".format(repo=task.repo_dir, limits=limits)
+    return done.exit_code, record
 
 
 # --------------------------------------------------------------------------- apply
@@ -246,22 +299,31 @@ def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> 
     """Apply the captured diff in the fresh verifier container; False when git refuses it."""
     if diff.stat().st_size == 0:
         return True
-    _prepare(container)
+    _prepared(container)
     containers.copy_file_in(container, diff, CAP)
     argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")
     with log_path.open("ab") as log:
         log.write(b"kotlin-bench: applying the agent's diff\n")
-        done = containers.stream(container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES)
+        done = containers.stream(
+            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+        )
     if done.exit_code is None:
         raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
     return done.exit_code == 0
 
 
-def _prepare(container: Container) -> None:
-    """A fresh, real capture directory, whatever the agent left at its path."""
-    done = container.exec_run(_argv("prepare"))
-    if done.exit_code != 0:
-        raise containers.ContainerError(f"cannot create {CAP} in the container: {done.output[-300:]!r}")
+def _prepare(container: Container) -> str | None:
+    """A fresh, real capture directory, whatever the agent left at its path; why not, when it fails."""
+    done = container.exec_run(_argv("prepare"), workdir="/")
+    if done.exit_code == 0:
+        return None
+    return f"cannot create {CAP} in the container: {done.output.decode(errors='replace')[-300:]}"
+
+
+def _prepared(container: Container) -> None:
+    problem = _prepare(container)
+    if problem:
+        raise containers.ContainerError(problem)
 
 
 @dataclass(frozen=True)
@@ -295,7 +357,7 @@ def apply_patch(
             paths.append(f"{CAP}/{path.name}")
     argv = _argv("apply-patch", task.repo_dir, task.base_commit, *paths)
     with tempfile.TemporaryFile() as out, log_path.open("ab") as log:
-        done = containers.stream(container, argv, out, log, timeout, 1 * MIB)
+        done = containers.stream(container, argv, out, log, timeout, 1 * MIB, workdir="/")
         out.seek(0)
         text = out.read().decode("utf-8", errors="replace")
     head, _, rest = text.partition("\n")

@@ -35,6 +35,8 @@ umask 022
 
 CAP=$1
 OUT=$CAP/out
+# The task image's git, put here when the agent's is gone or broken.
+[ ! -x "$CAP/pristine/bin/git" ] || PATH=$CAP/pristine/bin:$PATH
 G=$CAP/git
 NO_BASE=10 TOO_LARGE=11 NO_WORK_TREE=12 NO_GIT=13 GIT_FAILED=14
 
@@ -128,7 +130,7 @@ hermetic_git() {
 
 # A fresh, real CAP, whatever the agent left at its path (prepare), with CAP/pristine for the task
 # image's objects; a capture starts afresh but keeps CAP/pristine (its retry has objects put there).
-prepare() { rm -rf "$CAP" && mkdir -p "$CAP/pristine"; }
+prepare() { rm -rf "$CAP" && mkdir -p "$CAP/pristine/bin"; }
 fresh_out() {
     find "$CAP" -mindepth 1 -maxdepth 1 ! -name pristine -exec rm -rf {} + && mkdir -p "$OUT"
 }
@@ -246,10 +248,7 @@ try_applier() {
     local applier=$1 patch=$2
     case $applier in
     git*) $applier -- "$patch" ;;
-    patch*)
-        command -v patch >/dev/null || { echo "patch: GNU patch is not installed in this image"; return 127; }
-        $applier "$patch" --no-backup-if-mismatch
-        ;;
+    patch*) $applier "$patch" --no-backup-if-mismatch ;;
     esac
 }
 
@@ -270,6 +269,10 @@ apply_patch() {
     git read-tree "$base" && { git update-index -q --refresh >/dev/null || true; } || return 1
     for patch in "$@"; do
         for applier in "${APPLIERS[@]}"; do
+            if [[ $applier == patch* ]] && ! command -v patch >/dev/null; then
+                echo ">>> candidate $k: $applier: GNU patch is not installed in this image" >&2
+                continue
+            fi
             echo ">>> candidate $k: $applier" >&2
             if message=$(try_applier "$applier" "$patch" 2>&1); then
                 printf '%s\n' "$message" >&2

@@ -10,8 +10,8 @@ that run scores 0 with status reason `empty_patch`.
 
 Patches the way model outputs really look: `patch_candidates` gives the patch as given, then (only where
 they change it) normalised in order, each step on top of the previous: the diff taken out of markdown
-code fences (```diff, ```patch or plain ```, or <patch>/<diff> tags, as SWE-bench's `extract_diff`
-does), prose before the diff dropped, CRLF line ends made LF, a missing final newline added. The agent
+code fences (```diff, ```patch or plain ```, dedented when the fence is indented, as in a list; or
+<patch>/<diff> tags, as SWE-bench's `extract_diff` does), prose before the diff dropped, CRLF line ends made LF, a missing final newline added. The agent
 phase (`kotlin_bench.handoff.apply_patch`) applies the first candidate that applies.
 """
 
@@ -99,7 +99,10 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
 
 # --------------------------------------------------------------------------- normalisation
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t\r]*$", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^[ \t]*```[ \t\r]*$",
+    re.MULTILINE | re.DOTALL,
+)
 _TAG = re.compile(r"<(patch|diff)>[ \t\r]*\n?(.*?)</\1>", re.DOTALL)
 # A diff starts at `diff --git` or at a `--- ` line followed by a `+++ ` line.
 _DIFF_START = re.compile(r"^(?:diff --git |--- [^\n]*\r?\n\+\+\+ )", re.MULTILINE)
@@ -109,14 +112,28 @@ def _looks_like_diff(text: str) -> bool:
     return _DIFF_START.search(text) is not None
 
 
+def _fenced(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each fenced code block; a block indented (in a list, say) has its body
+    dedented by the fence's indentation, as markdown reads it."""
+    blocks = []
+    for found in _FENCE.finditer(text):
+        body, width = found["body"], len(found["indent"])
+        if width:
+            body = "".join(
+                line[min(width, len(line) - len(line.lstrip(" "))) :]
+                for line in body.splitlines(keepends=True)
+            )
+        blocks.append((found["lang"].lower(), body))
+    return blocks
+
+
 def _code_fence(text: str) -> str:
     """The diffs inside code fences or <patch>/<diff> tags, concatenated (labelled diff/patch blocks
     and tags first; unlabelled blocks that hold a diff otherwise); the text itself when there are none."""
-    labelled = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("diff", "patch")]
+    fenced = _fenced(text)
+    labelled = [body for lang, body in fenced if lang in ("diff", "patch")]
     labelled += [body for _tag, body in _TAG.findall(text)]
-    blocks = [b for b in labelled if _looks_like_diff(b)] or [
-        body for _lang, body in _FENCE.findall(text) if _looks_like_diff(body)
-    ]
+    blocks = [b for b in labelled if _looks_like_diff(b)] or [b for _lang, b in fenced if _looks_like_diff(b)]
     if not blocks:
         return text
     return "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
