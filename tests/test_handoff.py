@@ -130,7 +130,7 @@ git update-index --skip-worktree README.md
 git replace "$(git rev-parse HEAD:{PARSER})" "$(echo forged | git hash-object -w --stdin)"
 echo notes > NOTES.md && echo 'NOTES.md' >> .git/info/exclude
 printf '*.md\\n' > /root/.gitignore_global && git config --global core.excludesFile /root/.gitignore_global
-head -c 4096 /dev/urandom > .git/index
+head -c 4096 /dev/urandom > .git/index && touch .git/index.lock
 """,
     "rebase in progress": f"""\
 echo 'feature side' >> README.md
@@ -437,6 +437,8 @@ def test_whatever_the_agent_did_to_git_its_work_tree_arrives_byte_for_byte(
         else "repository"
     )
     assert done.capture.objects == expected_objects
+    broken = thing in ("git removed", "git replaced by a broken one")
+    assert done.capture.git == ("pristine" if broken else "container")
     if thing == "embedded repositories":  # a repository inside a tracked directory is not embedded
         assert {(x.path, x.why) for x in done.capture.left_out} == {
             ("vendor/lib", handoff.Why.EMBEDDED_REPOSITORY),

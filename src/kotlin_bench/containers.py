@@ -218,7 +218,9 @@ def stream(
     if killed.is_set():
         return StreamResult(None, timed_out=not overflowed, overflowed=overflowed, seconds=seconds)
     code = api.exec_inspect(exec_id)["ExitCode"]
-    return StreamResult(code, timed_out=code in (124, 137), overflowed=False, seconds=seconds)
+    # as in `run`: 124 is `timeout`'s TERM, 137 past the deadline its KILL
+    timed_out = code == 124 or (code == 137 and seconds >= timeout)
+    return StreamResult(code, timed_out=timed_out, overflowed=False, seconds=seconds)
 
 
 def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:

@@ -110,7 +110,7 @@ WHY_TEXT = {
 }
 
 # handoff.sh capture's exit codes, what they mean for the run, and why.
-EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE, EXIT_NO_GIT = 10, 11, 12, 13
+EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE, EXIT_NO_GIT, EXIT_SETUP_FAILED = 10, 11, 12, 13, 20
 OUTCOMES = {0: Outcome.CAPTURED, EXIT_TOO_LARGE: Outcome.TOO_LARGE, EXIT_NO_WORK_TREE: Outcome.WORK_TREE_GONE}
 EXIT_TEXT = {
     EXIT_NO_BASE: "not even the task image's objects give the base tree",
@@ -138,6 +138,7 @@ class Capture:
 
     outcome: Outcome
     objects: str = "repository"  # or "pristine": the task image's, the agent's could not give the base
+    git: str = "container"  # or "pristine": the task image's binary, the agent's was gone or broken
     diff_bytes: int = 0
     seconds: float = 0.0
     left_out: list[LeftOut] = field(default_factory=list)
@@ -148,6 +149,7 @@ class Capture:
         return {
             "outcome": str(self.outcome),
             "objects": self.objects,
+            "git": self.git,
             "diff_bytes": self.diff_bytes,
             "seconds": round(self.seconds, 2),
             "left_out": [{"path": x.path, "why": str(x.why), "bytes": x.bytes} for x in self.left_out],
@@ -216,7 +218,7 @@ def capture(
     problem = _prepare(container)
     if problem:  # e.g. the agent removed bash: its outcome, not the harness's
         return Capture(Outcome.UNAVAILABLE, seconds=time.monotonic() - started, message=problem)
-    objects, remedied = "repository", set()
+    objects, git = "repository", "container"
     while True:
         store = f"{task.repo_dir}/.git/objects" if objects == "repository" else f"{PRISTINE_DIR}/objects"
         code, record = _capture_once(container, task, limits, diff_path, log_path, store, deadline)
@@ -225,11 +227,11 @@ def capture(
                 container, image, f"{task.repo_dir}/.git/objects", PRISTINE_DIR, labels
             )
             objects = "pristine"
-        elif code == EXIT_NO_GIT and code not in remedied and _copy_git(container, image, labels):
-            remedied.add(code)
+        elif code == EXIT_NO_GIT and git == "container" and _copy_git(container, image, labels):
+            git = "pristine"
         else:
             break
-    record.objects = objects
+    record.objects, record.git = objects, git
     record.seconds = time.monotonic() - started
     if record.outcome is not Outcome.CAPTURED:
         diff_path.write_bytes(b"")
@@ -307,8 +309,12 @@ def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> 
         done = containers.stream(
             container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
         )
-    if done.exit_code is None:
+    if done.exit_code is None or done.timed_out:
         raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
+    if done.exit_code == EXIT_SETUP_FAILED:
+        raise containers.ContainerError(
+            f"handoff.sh could not set up git in the verifier container (see {log_path.name})"
+        )
     return done.exit_code == 0
 
 

@@ -11,7 +11,8 @@
 #       separated). Paths git could not add are in CAP/out/errors. OBJECTS is the object store that
 #       holds BASE: the repository's own (REPO/.git/objects) or a pristine copy put into CAP/pristine.
 #   handoff.sh CAP apply-diff  REPO BASE DIFF
-#       Apply a captured diff to the work tree (a fresh verifier container: the work tree is at BASE).
+#       Apply a captured diff to the work tree (a fresh verifier container: the work tree is at BASE);
+#       exit 20 when the hermetic git cannot be set up there, git apply's status otherwise.
 #   handoff.sh CAP apply-patch REPO BASE PATCH...
 #       Apply the first of the candidate patches that applies, trying SWE-bench's appliers in order on
 #       each (the work tree is at BASE, and is reset to it after each applier that fails); prints
@@ -38,7 +39,7 @@ OUT=$CAP/out
 # The task image's git, put here when the agent's is gone or broken.
 [ ! -x "$CAP/pristine/bin/git" ] || PATH=$CAP/pristine/bin:$PATH
 G=$CAP/git
-NO_BASE=10 TOO_LARGE=11 NO_WORK_TREE=12 NO_GIT=13 GIT_FAILED=14
+NO_BASE=10 TOO_LARGE=11 NO_WORK_TREE=12 NO_GIT=13 GIT_FAILED=14 SETUP_FAILED=20
 
 # Every setting that can change what `git add`, `git diff` or `git apply` do, pinned; everything not
 # listed has git's built-in default, since no other configuration file is read.
@@ -170,17 +171,21 @@ select_left_out() {
         ignored["p:$path"]=1
     done < <(while IFS= read -r -d '' rec; do printf '%s\0' "${rec#* }"; done <"$CAP/candidates" \
         | git check-ignore -z --stdin)
-    local rec blob why
+    local rec blob bsize why
     while IFS= read -r -d '' rec; do
         size=${rec%% *} path=${rec#* }
         [ -z "${ignored["p:$path"]+x}" ] || continue
         blob=$(base_blob "$path")
         if [ "$size" -gt "$max_file" ]; then
             why=size
-            # An unchanged tracked file (same size and content as at BASE) is not worth a line.
-            if [ -n "$blob" ] && [ "$(git cat-file -s "$blob" 2>/dev/null)" = "$size" ] \
-                && [ "$(git hash-object --no-filters -- "$path")" = "$blob" ]; then
-                why=
+            # An unchanged tracked file is not worth a line. It is hashed (as git add would, line
+            # endings included) only when its size allows it to be the base blob.
+            if [ -n "$blob" ]; then
+                bsize=$(git cat-file -s "$blob" 2>/dev/null) || bsize=-1
+                if [ "$bsize" -ge 0 ] && [ "$size" -le $((2 * bsize + 65536)) ] \
+                    && [ "$(git hash-object -- "$path" 2>/dev/null)" = "$blob" ]; then
+                    why=
+                fi
             fi
         elif [ -n "$blob" ]; then
             continue # tracked: never debris
@@ -235,8 +240,7 @@ capture() {
 
 apply_diff() {
     local repo=$1 base=$2 diff=$3
-    hermetic_git "$repo" "$repo/.git/objects" "$base" || return 1
-    cd "$repo" || return 1
+    hermetic_git "$repo" "$repo/.git/objects" "$base" && cd "$repo" || return $SETUP_FAILED
     git apply --binary --whitespace=nowarn -- "$diff"
 }
 

@@ -10,8 +10,8 @@ import signal
 from pathlib import Path
 
 from kotlin_bench import names, runner
-from kotlin_bench.handoff import Limits
 from kotlin_bench.agents import Agent
+from kotlin_bench.handoff import Limits
 from kotlin_bench.images import read_sentinel
 from kotlin_bench.smk import logged
 from kotlin_bench.tasks import TaskError, load_task
