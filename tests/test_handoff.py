@@ -615,10 +615,10 @@ CASES = (
         for name in E2E_THINGS
         if name not in ("too-large", "work-tree-gone")
     ),
-    Case("git-config-only", E2E_THINGS["git-config"], False, 0.0, ("f2p_failed",)),
-    Case("large-only", LARGE, False, 0.0, ("f2p_failed",)),
-    Case("deleted-git-only", THINGS["deleted .git"], False, 0.0, ("empty_patch", "f2p_failed")),
-    Case("rebase-only", THINGS["rebase in progress"], False, 0.0, ("f2p_failed",)),
+    Case("git-config-only", E2E_THINGS["git-config"], False, 0.0, ("no_fixed_test", "f2p_failed")),
+    Case("large-only", LARGE, False, 0.0, ("no_fixed_test", "f2p_failed")),
+    Case("deleted-git-only", THINGS["deleted .git"], False, 0.0, ("no_fixed_test", "f2p_failed")),
+    Case("rebase-only", THINGS["rebase in progress"], False, 0.0, ("no_fixed_test", "f2p_failed")),
     Case("too-large", E2E_THINGS["too-large"], True, 0.0, (Reason.DIFF_TOO_LARGE,)),
     Case("work-tree-gone", E2E_THINGS["work-tree-gone"], True, 0.0, (Reason.WORK_TREE_GONE,)),
 )
