@@ -366,6 +366,10 @@ def apply_patch(
         done = containers.stream(container, argv, out, log, timeout, 1 * MIB, workdir="/")
         out.seek(0)
         text = out.read().decode("utf-8", errors="replace")
+    if done.exit_code == EXIT_SETUP_FAILED or (done.exit_code is None and not done.timed_out):
+        raise containers.ContainerError(
+            f"handoff.sh could not apply the predicted patch (see {log_path.name})"
+        )
     head, _, rest = text.partition("\n")
     parts = head.split("\t")
     if done.exit_code == 0 and parts[0] == "applied" and len(parts) == 3:

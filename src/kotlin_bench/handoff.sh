@@ -11,21 +11,22 @@
 #       separated). Paths git could not add are in CAP/out/errors. OBJECTS is the object store that
 #       holds BASE: the repository's own (REPO/.git/objects) or a pristine copy put into CAP/pristine.
 #   handoff.sh CAP apply-diff  REPO BASE DIFF
-#       Apply a captured diff to the work tree (a fresh verifier container: the work tree is at BASE);
-#       exit 20 when the hermetic git cannot be set up there, git apply's status otherwise.
+#       Apply a captured diff to the work tree (a fresh verifier container: the work tree is at BASE).
 #   handoff.sh CAP apply-patch REPO BASE PATCH...
 #       Apply the first of the candidate patches that applies, trying SWE-bench's appliers in order on
 #       each (the work tree is at BASE, and is reset to it after each applier that fails); prints
 #       "applied<TAB>candidate index<TAB>applier", or "failed" and the last applier's message.
 #
 # Hermetic: the script re-runs itself under `env -i` (nothing the agent exported reaches git), and git
-# runs with a private git directory CAP/git (fresh each time: its own config, no hooks, attributes that
-# neutralise every filter, text/eol conversion, diff driver and textconv), a private index, no system or
-# global configuration and no replace objects. The agent's .git is only ever read for objects, through
-# CAP/git/objects/info/alternates, never for its config, index, HEAD, hooks, refs, state or info/.
+# runs with a private git directory CAP/git (fresh each time: its own config, no hooks; attributes that
+# neutralise every filter, diff driver and textconv and take line-ending rules from the repository's
+# own .gitattributes at BASE only), a private index, no system or global configuration and no replace
+# objects. The agent's .git is only ever read for objects, through CAP/git/objects/info/alternates,
+# never for its config, index, HEAD, hooks, refs, state or info/.
 #
 # Exit codes of capture: 0 captured; 10 the objects do not hold BASE (retry with pristine objects);
-# 11 the diff exceeds MAX_DIFF_BYTES; 12 REPO is not a directory; 13 no usable git; 14 git failed.
+# 11 the diff exceeds MAX_DIFF_BYTES; 12 REPO is not a directory; 13 no usable git (retry with the task
+# image's); 14 git failed. apply-diff and apply-patch exit 20 when git cannot be set up at all.
 if [ "${KOTLIN_BENCH_HANDOFF:-}" != hermetic ]; then
     exec env -i KOTLIN_BENCH_HANDOFF=hermetic LC_ALL=C TZ=UTC \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -268,9 +269,9 @@ reset_work_tree() {
 apply_patch() {
     local repo=$1 base=$2 k=0 patch applier message=""
     shift 2
-    hermetic_git "$repo" "$repo/.git/objects" "$base" || return 1
-    cd "$repo" || return 1
-    git read-tree "$base" && { git update-index -q --refresh >/dev/null || true; } || return 1
+    hermetic_git "$repo" "$repo/.git/objects" "$base" && cd "$repo" && git read-tree "$base" \
+        || return $SETUP_FAILED
+    git update-index -q --refresh >/dev/null
     for patch in "$@"; do
         for applier in "${APPLIERS[@]}"; do
             if [[ $applier == patch* ]] && ! command -v patch >/dev/null; then
@@ -288,6 +289,7 @@ apply_patch() {
         done
         k=$((k + 1))
     done
+    ((${#message} <= 4000)) || message=${message: -4000}
     printf 'failed\n%s\n' "$message"
     return 3
 }
