@@ -43,7 +43,7 @@ from kotlin_bench.materialize import (
 )
 from kotlin_bench.record import errored_results
 
-DEFAULT_SPEC = Path("dataset/kotlin-bench.json")
+DEFAULT_SPEC = Path(names.BENCHMARK_SPEC)
 DEFAULT_TASKS = Path("tasks")
 DEFAULT_MANIFEST = Path("bases/manifest")
 

@@ -54,6 +54,9 @@ PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
 PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
 REPRODUCE_DIR = f"{RESULTS}/reproduce"
 VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
+SANITY_DIR = f"{RESULTS}/sanity"
+SANITY_CSV = f"{SANITY_DIR}/summary.csv"
+SANITY_MD = f"{SANITY_DIR}/summary.md"
 LOGS = f"{RESULTS}/logs"
 
 
@@ -100,6 +103,11 @@ def reproduce_output(agent: str, suffix: str) -> str:
     return f"{REPRODUCE_DIR}/{agent}{suffix}"
 
 
+def network_check(task_id: str) -> str:
+    """The sanity sweep's network probe of one task's agent phase (`kotlin_bench.sanity`)."""
+    return f"{SANITY_DIR}/network/{task_id}.json"
+
+
 def log(*parts: str) -> str:
     """`results/logs/<part>/.../<last>.log`."""
     return "/".join((LOGS, *parts)) + ".log"
@@ -113,6 +121,12 @@ def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
     """Each failed try of a run, one line each (Snakemake clears a job's log before a retry)."""
     return f"{run_log(agent, task_id, attempt)}.tries"
 
+
+# --------------------------------------------------------------------------- committed files of a checkout
+
+BENCHMARK_SPEC = "dataset/kotlin-bench.json"  # the 106 tasks (relative to the repository root)
+LEADERBOARD_CSV = "reference/leaderboard.csv"  # the published leaderboard's rows
+LEADERBOARD_CONFIGS = "config/leaderboard"  # one generated config per runnable leaderboard row
 
 # --------------------------------------------------------------------------- task directories
 
