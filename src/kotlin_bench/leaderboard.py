@@ -247,19 +247,21 @@ HARBOR_SETUPS: tuple[HarborSetup, ...] = (
     HarborSetup("Gemini CLI (Gemini 3 Flash)", "gemini-cli", "gemini/gemini-3-flash-preview"),
 )
 JUNIE = (
-    "Harbor 0.25's junie agent cannot set an effort level, cannot turn off Junie's own web tools (the "
-    "published rule), and the model names of JetBrains-hosted Junie are not published"
+    "Harbor 0.25's junie agent cannot turn off Junie's own web tools (the published rule requires them "
+    "off), and the model names of JetBrains-hosted Junie are not published"
 )
 NOT_RUNNABLE: dict[str, str] = {
-    setup: JUNIE
-    for setup in (
-        "Junie (Opus 4.7 max)",
-        "Junie (GPT-5.4)",
-        "JetBrains Junie (Gemini 3.1 Pro Preview)",
-        "JetBrains Junie (Gemini 3 Flash)",
-        "JetBrains Junie (GPT-5.3-codex)",
-        "JetBrains Junie (Opus-4.6)",
-    )
+    "Junie (Opus 4.7 max)": f"{JUNIE}; nor can it set Junie's effort (max)",
+    **{
+        setup: JUNIE
+        for setup in (
+            "Junie (GPT-5.4)",
+            "JetBrains Junie (Gemini 3.1 Pro Preview)",
+            "JetBrains Junie (Gemini 3 Flash)",
+            "JetBrains Junie (GPT-5.3-codex)",
+            "JetBrains Junie (Opus-4.6)",
+        )
+    },
 }
 
 
@@ -318,7 +320,7 @@ def render_index(rows: list[Row]) -> str:
         "",
         "One complete configuration per row that Harbor 0.25 can run as published (the 105 tasks, one Harbor",
         "agent at the row's model and effort, its own web search off, `reproduce` naming the row). Cost: the",
-        f"row's published tokens ({TOKENS_UNIT}) and wall time of a whole run.",
+        f"row's published tokens, in {TOKENS_UNIT}, and its wall time for a whole run.",
         "",
         "| setup | configuration | Harbor agent | model | effort | published resolved | tokens (M) | wall time |",
         "| --- | --- | --- | --- | --- | ---: | ---: | ---: |",

@@ -153,6 +153,7 @@ CONTAINER_SOLUTION = "/solution"
 CONTAINER_AGENT_PATCH_DIR = "/tmp/kotlin-bench-agent"
 CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
+CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
 
 # --------------------------------------------------------------------------- labels
 
