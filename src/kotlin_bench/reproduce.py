@@ -744,7 +744,7 @@ def _usage_lines(in_set: pd.DataFrame, row: leaderboard.Row, size: int) -> list[
     every = (inputs + outputs).astype(float)
     uncached = (inputs - cache.fillna(0) + outputs).astype(float)
     lines = []
-    per = "per attempt, mean of the attempts" if k > 1 else "the run of the set"
+    per = "per attempt, mean of the attempts" if k > 1 else "one run of the set"
     for measure, values in (
         ("tokens (M): input (cache reads included) + output", every),
         ("tokens (M): input without cache reads + output", uncached),
@@ -781,7 +781,7 @@ def _usage_lines(in_set: pd.DataFrame, row: leaderboard.Row, size: int) -> list[
             "measure": "wall time (s): first start to last finish",
             "ours": _elapsed(in_set),
             "reference": row.latency_sec,
-            "note": f"all {plural(k, 'attempt')} of the set together, at the concurrency they ran with",
+            "note": f"{'all attempts' if k > 1 else 'the runs'} of the set, at the concurrency they ran with",
         }
     )
     return [{"part": Part.USAGE, **line} for line in lines]
