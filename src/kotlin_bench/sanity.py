@@ -188,9 +188,10 @@ def check_network(task: Task, image: str) -> NetworkCheck:
         network.reap_networks(client, key)
     lines = _probe_lines(output.decode("utf-8", "replace"), hosts)
     if allowed is None:
-        why = "the allowlist is empty: the phase has no network" if mode == "no-network" else f"mode {mode}"
-        if mode == "allowlist":
-            why = "the allowlist has wildcard entries only"
+        why = {
+            "no-network": "the allowlist is empty: the phase has no network",
+            "public": "the phase is public: it has no allowlist",
+        }.get(mode, "the allowlist has wildcard entries only")
         found_allowed = ProbeResult(None, Probe.NONE, why)
     else:
         found_allowed = classify(lines[allowed], mode)
