@@ -597,8 +597,8 @@ class _Attempt:
 def _attempts(in_set: pd.DataFrame, wanted: Sequence[str]) -> list[_Attempt]:
     found = []
     for attempt, runs in in_set.groupby("attempt", sort=True):
-        status = runs["status"]
-        missing = tuple(t for t in wanted if t not in set(runs["task"]))
+        status, ran = runs["status"], set(runs["task"])
+        missing = tuple(t for t in wanted if t not in ran)
         found.append(
             _Attempt(
                 int(attempt),
