@@ -595,22 +595,30 @@ def test_check_git_changes_lists_offenders(history: dict[str, Any]) -> None:
     assert "src/A.kt" in proc.stderr and "new.txt" in proc.stderr
 
 
-def test_seal_leaves_only_the_base_commit(history: dict[str, Any]) -> None:
+@pytest.mark.parametrize("shallow", [False, True])
+def test_seal_keeps_the_ancestry_and_drops_everything_later(history: dict[str, Any], shallow: bool) -> None:
     clone, base, later, pr = history["clone"], history["base"], history["later"], history["pr"]
+    root = _git(clone, "rev-parse", f"{base}^")
     _git(clone, "checkout", "-q", "--detach", base)
     (clone / "stashed.txt").write_text("x\n")
     _git(clone, "stash", "push", "-q", "-u")
     _git(clone, "notes", "add", "-m", "note", later)
     _git(clone, "branch", "-q", "local", later)
-    proc = _script("seal_git_history.sh", clone, base)
+    proc = _script("seal_git_history.sh", clone, base, *(["--shallow"] if shallow else []))
     assert proc.returncode == 0, proc.stderr
 
     assert _git(clone, "rev-parse", "HEAD") == base
-    assert _git(clone, "rev-list", "--all", "--count") == "1"
+    assert _git(clone, "symbolic-ref", "HEAD") == "refs/heads/task-base"
+    assert _git(clone, "for-each-ref", "--format=%(refname)") == "refs/heads/task-base"
+    if shallow:
+        assert _git(clone, "rev-list", "--all", "--count") == "1"
+    else:  # the published seal: `git log` and `git blame` see the base's ancestors
+        assert _git(clone, "rev-list", "--all") == f"{base}\n{root}"
+        assert _git(clone, "log", "--format=%s") == "base\nroot"
     for gone in (later, pr):
         assert subprocess.run(["git", "cat-file", "-e", gone], cwd=clone, capture_output=True).returncode != 0
-    assert _git(clone, "for-each-ref") == ""
     assert _git(clone, "remote") == ""
+    assert _git(clone, "tag") == ""
     assert _git(clone, "stash", "list") == ""
     assert _git(clone, "reflog", "--all") == ""
     counts = dict(line.split(": ") for line in _git(clone, "count-objects", "-v").splitlines())
