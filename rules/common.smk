@@ -50,3 +50,15 @@ def materialize_inputs(wildcards):
 
 def all_results(wildcards):
     return PLAN.results()
+
+
+def sanity_runs(wildcards):
+    return PLAN.sanity_results()
+
+
+def network_checks(wildcards):
+    return PLAN.network_checks()
+
+
+def network_check_inputs(wildcards):
+    return PLAN.network_check_inputs(wildcards.task)

@@ -2,7 +2,7 @@ rule run:
     input:
         run_inputs,
         # a script agent's script: editing it reruns that agent's runs
-        agent_script=lambda wildcards: PLAN.agents[wildcards.agent].script or [],
+        agent_script=lambda wildcards: PLAN.agent(wildcards.agent).script or [],
     output:
         names.run_result("{agent}", "{task}", "{attempt}"),
     log:
@@ -21,6 +21,7 @@ rule run:
             wildcards.agent, wildcards.task
         ),
         retries=config.get("retries", 1),
+        verifier=config.get("verifier", {}),
         # the capture's limits (kotlin_bench.handoff.Limits; defaults for keys not set)
         capture=config.get("capture", {}),
     script:

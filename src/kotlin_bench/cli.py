@@ -9,7 +9,13 @@ Subcommands:
   manifest (every task's FROM names an entry, every entry has a recipe).
 - ``status``: per task, whether it is materialized and whether its files match the published digests.
 - ``plan``: what would be built, in order: base images, then task images.
+- ``fidelity``: compare the task directories and base recipes with the published benchmark, by meaning;
+  exit 1 on a behaviour-changing difference the specification does not list as intended.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
+- ``reproduce``: compare one agent of a finished ``summary.csv`` with a reference (``leaderboard:<row>``,
+  ``oracle``, ``nop`` or a CSV), without Docker; prints the verdict and writes what the DAG writes.
+- ``leaderboard``: the published leaderboard's rows and their Harbor configurations (``--write`` generates
+  ``config/leaderboard/``, ``--check`` lists drift).
 
 Paths are relative to the working directory, which is expected to be the repository root.
 """
@@ -28,6 +34,7 @@ import yaml
 
 from kotlin_bench import names
 from kotlin_bench.dataset import Dataset, SpecError, generate, load_dataset
+from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.materialize import (
     PUBLISHED_COMMIT,
     PUBLISHED_TASKS_SUBDIR,
@@ -37,13 +44,14 @@ from kotlin_bench.materialize import (
     PublishedSource,
     TaskResult,
     UpstreamSource,
+    default_cache_dir,
     materialize,
     source_from_config,
     task_status,
 )
 from kotlin_bench.record import errored_results
 
-DEFAULT_SPEC = Path("dataset/kotlin-bench.json")
+DEFAULT_SPEC = Path(names.BENCHMARK_SPEC)
 DEFAULT_TASKS = Path("tasks")
 DEFAULT_MANIFEST = Path("bases/manifest")
 
@@ -333,6 +341,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    """Compare our task directories and base recipes with the published benchmark, by meaning."""
+    from kotlin_bench import fidelity
+
+    dataset = load_dataset(args.spec)
+    source = PublishedSource(
+        location=args.published,
+        commit=args.commit,
+        tasks_subdir=args.published_subdir or PUBLISHED_TASKS_SUBDIR,
+        cache_dir=args.cache_dir or default_cache_dir(),
+    )
+    only = args.tasks or None
+    report = fidelity.check(dataset, args.tasks_dir, args.bases_dir, source, only)
+    text = fidelity.render(report, len(dataset.select(only)))
+    if args.report:
+        write_atomic(args.report, text)
+    _out(text)
+    return 1 if report.unexplained else 0
+
+
 def cmd_build_bases(args: argparse.Namespace) -> int:
     from kotlin_bench.images import build_manifest_images
 
@@ -411,6 +439,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
     p.set_defaults(func=cmd_plan)
 
+    p = sub.add_parser(
+        "fidelity", help="compare the tasks and bases with the published benchmark, by meaning"
+    )
+    common(p)
+    p.add_argument(
+        "--published", required=True, help="the published benchmark: a checkout, a git dir or a URL"
+    )
+    p.add_argument("--commit", help="the published revision to read (default: HEAD of a git repository)")
+    p.add_argument(
+        "--published-subdir", help=f"directory of its task dirs (default: {PUBLISHED_TASKS_SUBDIR})"
+    )
+    p.add_argument("--bases-dir", type=Path, default=Path("bases"), help="our base recipes (default: bases)")
+    p.add_argument("--cache-dir", type=Path, help="where a URL is cloned (default: ~/.cache/kotlin-bench)")
+    p.add_argument("--report", type=Path, help="also write the report (markdown) here")
+    p.add_argument("tasks", nargs="*", help="task ids (default: all)")
+    p.set_defaults(func=cmd_fidelity)
+
     p = sub.add_parser("build-bases", help="build the base images of a manifest")
     p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
@@ -427,7 +472,86 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
     p.set_defaults(func=cmd_errors)
+
+    p = sub.add_parser(
+        "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"
+    )
+    p.add_argument("--summary", type=Path, default=Path(names.SUMMARY_CSV), help="a finished summary.csv")
+    p.add_argument("--agent", required=True, help="the agent whose runs are compared")
+    p.add_argument(
+        "--reference",
+        required=True,
+        help='"leaderboard:<row>", oracle, nop, or a CSV (see reference/README.md)',
+    )
+    p.add_argument("--out", type=Path, default=Path(names.REPRODUCE_DIR), help="where <agent>.md/.csv go")
+    p.add_argument(
+        "--root", type=Path, default=Path("."), help="checkout with reference/ and dataset/ (default: .)"
+    )
+    p.add_argument(
+        "--tolerance", type=float, help="rate references: allowed |ours - reference| (default 0.05)"
+    )
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("leaderboard", help="the published leaderboard's rows and their configurations")
+    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"generate {names.LEADERBOARD_CONFIGS}/")
+    group.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that differ")
+    p.set_defaults(func=cmd_leaderboard)
     return parser
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """The comparison the aggregate rule makes, for one agent of any finished summary."""
+    from kotlin_bench.reproduce import ReproducePlan, merge_verdicts, reproduce_agent
+    from kotlin_bench.summary import read_summary
+
+    summary = read_summary(args.summary)
+    agents = sorted(set(summary["agent"]))
+    if args.agent not in agents:
+        raise ValueError(
+            f"{args.summary}: no runs of agent {args.agent!r} (agents: {', '.join(agents) or 'none'})"
+        )
+    raw: dict[str, Any] = {"reference": {args.agent: args.reference}}
+    if args.tolerance is not None:
+        raw["tolerance"] = args.tolerance
+    plan = ReproducePlan.from_config(raw, [args.agent], args.root)
+    spec = plan.references[args.agent]
+    csv_path, md_path = (args.out / f"{args.agent}{suffix}" for suffix in (".csv", ".md"))
+    verdict = reproduce_agent(args.agent, spec, summary, csv_path, md_path, plan.tolerance, args.root)
+    merge_verdicts([verdict], args.out / Path(names.VERDICTS_JSON).name)
+    _out(md_path.read_text(encoding="utf-8"))
+    _out(verdict.line)
+    _out(f"wrote {md_path}, {csv_path} and {args.out / Path(names.VERDICTS_JSON).name}")
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from kotlin_bench import leaderboard
+
+    rows = leaderboard.load_rows(args.root / names.LEADERBOARD_CSV)
+    if args.write or args.check:
+        differing = leaderboard.write_configs(rows, args.root, check=args.check)
+        for path in differing:
+            _out(f"{'differs' if args.check else 'wrote  '}: {path}")
+        if args.check and differing:
+            _err(f"{len(differing)} configuration file(s) differ; run `kotlin-bench leaderboard --write`")
+            return 1
+        _out(
+            f"{len(leaderboard.planned_configs(rows, args.root))} files up to date"
+            if not differing
+            else "done"
+        )
+        return 0
+    table = []
+    for row in rows:
+        setup = leaderboard.harbor_setup(row)
+        how = setup.config_path if setup else f"not runnable: {leaderboard.NOT_RUNNABLE[row.setup]}"
+        table.append(
+            (row.setup, f"{row.resolved}/{row.submitted}", f"{row.rate:.2f}%", row.tokens_m, row.latency, how)
+        )
+    _out(_table(table, ("setup", "resolved", "rate", "tokens (M)", "wall time", "configuration")))
+    return 0
 
 
 def cmd_errors(args: argparse.Namespace) -> int:

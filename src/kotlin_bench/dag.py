@@ -12,12 +12,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench import names
+from kotlin_bench import leaderboard, names
 from kotlin_bench.agents import Agent
 from kotlin_bench.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
 from kotlin_bench.materialize import MirrorSources
 from kotlin_bench.predictions import Prediction, load_predictions
 from kotlin_bench.tasks import Task, TaskError, discover, load_task
+
+SANITY_AGENTS = ("oracle", "nop")  # the sanity sweep's agents: name = kind
 
 
 @functools.cache
@@ -51,6 +53,8 @@ class Plan:
         for name, why in sorted(invalid.items()):
             print(f"kotlin-bench: skipping invalid task {name}: {why}", file=sys.stderr)
         wanted = config.get("tasks", "all")
+        if wanted == leaderboard.PRESET:  # the published leaderboard's 105 tasks
+            wanted = leaderboard.task_set(root / config["spec"])
         wanted = wanted if wanted == "all" else [t for t in wanted if t not in invalid]
         exclude = [t for t in config.get("exclude", []) if t not in invalid]
         selected = _select(tasks, wanted, exclude)
@@ -85,8 +89,16 @@ class Plan:
         """The task's directory relative to the workflow root (a stable rule parameter)."""
         return str(self.tasks[task_id].path.relative_to(self.root))
 
+    def agent(self, name: str) -> Agent:
+        """A configured agent, or one of the sanity sweep's (`oracle`, `nop`) when not configured."""
+        if name in self.agents:
+            return self.agents[name]
+        if name in SANITY_AGENTS:
+            return Agent(name, name)
+        raise ValueError(f"no agent named {name!r} is configured (configured: {', '.join(self.agents)})")
+
     def agent_config(self, name: str) -> dict[str, Any]:
-        return asdict(self.agents[name])
+        return asdict(self.agent(name))
 
     def prediction_digest(self, agent: str, task_id: str) -> str | None:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
@@ -112,8 +124,14 @@ class Plan:
     def task_image_inputs(self, task_id: str) -> list[str]:
         task = self.tasks[task_id]
         base = self.bases[task.base_image]
-        environment = [str(Path(p).relative_to(self.root)) for p in _files(task.path / "environment")]
-        return [names.base_sentinel(base.repo_key, base.tag), *environment]
+        environment = [
+            str(Path(p).relative_to(self.root))
+            for p in _files(task.path / "environment")
+            if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
+        ]
+        # A warm-up patch is materialized: the image then waits for the task's materialization.
+        stamp = [self.stamp(task_id)] if task.warmup_patch else []
+        return [names.base_sentinel(base.repo_key, base.tag), *environment, *stamp]
 
     def run_inputs(self, task_id: str) -> list[str]:
         """A run depends on the task image, the committed files it copies in (task.toml, solution/, tests/),
@@ -173,6 +191,28 @@ class Plan:
             for agent in self.agents
             for task_id in self.tasks
             for attempt in range(1, self.attempts + 1)
+        ]
+
+    def sanity_results(self) -> list[str]:
+        """The sanity sweep's runs: oracle and nop, attempt 1, on every selected task (the same targets as
+        configured agents of those names, which must then be of those kinds)."""
+        for name in SANITY_AGENTS:
+            agent = self.agents.get(name)
+            if agent is not None and agent.kind != name:
+                raise ValueError(
+                    f"config agents: {name!r} is of kind {agent.kind!r}; the sanity sweep runs the {name} "
+                    f"agent under that name (rename yours)"
+                )
+        return [names.run_result(agent, task_id, 1) for agent in SANITY_AGENTS for task_id in self.tasks]
+
+    def network_checks(self) -> list[str]:
+        return [names.network_check(task_id) for task_id in self.tasks]
+
+    def network_check_inputs(self, task_id: str) -> list[str]:
+        """A task's network probe depends on its image and its task.toml (the agent phase's policy)."""
+        return [
+            names.task_sentinel(task_id),
+            str(self.tasks[task_id].path.relative_to(self.root) / "task.toml"),
         ]
 
 

@@ -54,6 +54,9 @@ PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
 PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
 REPRODUCE_DIR = f"{RESULTS}/reproduce"
 VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
+SANITY_DIR = f"{RESULTS}/sanity"
+SANITY_CSV = f"{SANITY_DIR}/summary.csv"
+SANITY_MD = f"{SANITY_DIR}/summary.md"
 LOGS = f"{RESULTS}/logs"
 
 
@@ -63,6 +66,11 @@ def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
 
 def task_sentinel(task_id: str, results: str = RESULTS) -> str:
     return f"{results}/images/task/{task_id}.json"
+
+
+def is_image_sentinel(path: str) -> bool:
+    """Whether a rule input is an image sentinel (a base or task image the job builds FROM)."""
+    return path.startswith(f"{RESULTS}/images/") and path.endswith(".json")
 
 
 def runs_root(results: str = RESULTS) -> str:
@@ -101,6 +109,11 @@ def reproduce_output(agent: str, suffix: str) -> str:
     return f"{REPRODUCE_DIR}/{agent}{suffix}"
 
 
+def network_check(task_id: str) -> str:
+    """The sanity sweep's network probe of one task's agent phase (`kotlin_bench.sanity`)."""
+    return f"{SANITY_DIR}/network/{task_id}.json"
+
+
 def log(*parts: str) -> str:
     """`results/logs/<part>/.../<last>.log`."""
     return "/".join((LOGS, *parts)) + ".log"
@@ -115,6 +128,12 @@ def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
     return f"{run_log(agent, task_id, attempt)}.tries"
 
 
+# --------------------------------------------------------------------------- committed files of a checkout
+
+BENCHMARK_SPEC = "dataset/kotlin-bench.json"  # the 106 tasks (relative to the repository root)
+LEADERBOARD_CSV = "reference/leaderboard.csv"  # the published leaderboard's rows
+LEADERBOARD_CONFIGS = "config/leaderboard"  # one generated config per runnable leaderboard row
+
 # --------------------------------------------------------------------------- task directories
 
 STAMP = ".materialized.json"
@@ -123,8 +142,11 @@ EXPECTED_TESTS = "tests/expected_tests.json"
 INSTRUCTION = "instruction.md"
 FIX_PATCH = "solution/fix.patch"
 TEST_PATCH = "tests/test.patch"
+WARMUP_PATCH = "environment/warmup.patch"  # for tasks whose warm-up applies a patch
 # Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
-MATERIALIZED = frozenset({FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP})
+MATERIALIZED = frozenset(
+    {FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP, WARMUP_PATCH}
+)
 
 
 def stamp(tasks_dir: str, task_id: str) -> str:
@@ -139,6 +161,7 @@ CONTAINER_TESTS = "/tests"
 CONTAINER_SOLUTION = "/solution"
 CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
+CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
 
 # --------------------------------------------------------------------------- labels
 

@@ -26,6 +26,8 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +50,26 @@ CAPTURE_REASONS = {
 
 class RunError(RuntimeError):
     """The harness or the engine failed; the run has no valid result."""
+
+
+class TestPatchMode(StrEnum):
+    """How the hidden test patch meets the agent's work (config `verifier.test_patch`)."""
+
+    RESTORE = "restore"  # the published behaviour: touched paths restored to the committed version first
+    STRICT = "strict"  # applied over the agent's work; an agent that edited such a file scores 0
+
+
+@dataclass(frozen=True)
+class VerifierOptions:
+    test_patch: TestPatchMode = TestPatchMode.RESTORE
+
+    @classmethod
+    def from_config(cls, raw: dict[str, Any] | None) -> VerifierOptions:
+        return cls(TestPatchMode((raw or {}).get("test_patch", TestPatchMode.RESTORE)))
+
+    def env(self) -> dict[str, str]:
+        """What test.sh reads."""
+        return {"KOTLIN_BENCH_TEST_PATCH": self.test_patch.value}
 
 
 def workdir_tag(workdir: Path | None = None) -> str:
@@ -116,7 +138,9 @@ def _first_reason(report: dict[str, Any]) -> str:
     return str(reasons[0]).split(":", 1)[0]
 
 
-def _verify(container: Container, task: Task, run_dir: Path, result: RunResult, key: str) -> None:
+def _verify(
+    container: Container, task: Task, run_dir: Path, result: RunResult, key: str, options: VerifierOptions
+) -> None:
     containers.copy_dir_in(container, task.path / "tests", names.CONTAINER_TESTS)
     phase = task.verifier
     since = time.time()
@@ -127,7 +151,7 @@ def _verify(container: Container, task: Task, run_dir: Path, result: RunResult, 
             phase.timeout_sec,
             run_dir / names.VERIFIER_LOG,
             workdir=task.repo_dir,
-            env=net.env,
+            env={**net.env, **options.env()},
         )
     result.timings["verifier_sec"] = round(verifier.seconds, 2)
     if not containers.copy_dir_out(container, names.CONTAINER_VERIFIER_LOGS, run_dir):
@@ -161,12 +185,21 @@ def run(
     attempt: int,
     run_dir: Path,
     expected_image_id: str | None = None,
+    options: VerifierOptions | None = None,
     limits: handoff.Limits | None = None,
 ) -> RunResult:
     """Evaluate one (task, agent, attempt); returns the result that has been written to result.json.
     `limits` bound the capture of the agent's work (config.yaml `capture:`; defaults otherwise)."""
     with _exclusive(run_dir):
-        return _run(task, agent, attempt, run_dir, expected_image_id, limits or handoff.Limits())
+        return _run(
+            task,
+            agent,
+            attempt,
+            run_dir,
+            expected_image_id,
+            options or VerifierOptions(),
+            limits or handoff.Limits(),
+        )
 
 
 def new_result(task: Task, agent: Agent, attempt: int) -> RunResult:
@@ -184,6 +217,7 @@ def _run(
     attempt: int,
     run_dir: Path,
     expected_image_id: str | None,
+    options: VerifierOptions,
     limits: handoff.Limits,
 ) -> RunResult:
     if not task.has_expected_tests:
@@ -256,7 +290,7 @@ def _run(
         )
         try:
             if handoff.apply_diff(container, task, diff, run_dir / names.VERIFIER_LOG):
-                _verify(container, task, run_dir, result, key)
+                _verify(container, task, run_dir, result, key, options)
             else:
                 result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED)
         finally:
