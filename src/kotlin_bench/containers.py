@@ -172,16 +172,20 @@ def stream(
     timeout: float,
     max_out: int,
     workdir: str | None = None,
+    env: dict[str, str] | None = None,
+    grace: float = 30.0,
 ) -> StreamResult:
     """Run `argv` in the container; its stdout is written to `out` chunk by chunk, at most `max_out`
     bytes, and its stderr to `err` (at most MAX_LOG_BYTES); nothing is held in memory.
 
-    The command runs under coreutils `timeout`; past `timeout` + 30 s, or when stdout exceeds
+    The command runs under coreutils `timeout`; past `timeout` + `grace`, or when stdout exceeds
     `max_out`, the container is killed (a caller that streams from a container must be done with it).
     """
     api = container.client.api
     cmd = ["timeout", "-k", "5", str(max(1, int(timeout))), *argv]
-    exec_id = api.exec_create(container.id, cmd, workdir=workdir, stdout=True, stderr=True)["Id"]
+    exec_id = api.exec_create(
+        container.id, cmd, workdir=workdir, stdout=True, stderr=True, environment=env or {}
+    )["Id"]
     done, killed = threading.Event(), threading.Event()
 
     def kill() -> None:
@@ -190,7 +194,7 @@ def stream(
             container.kill()
 
     def watchdog() -> None:
-        if not done.wait(timeout + 30):
+        if not done.wait(timeout + grace):
             kill()
 
     threading.Thread(target=watchdog, daemon=True).start()
@@ -221,6 +225,28 @@ def stream(
     # as in `run`: 124 is `timeout`'s TERM, 137 past the deadline its KILL
     timed_out = code == 124 or (code == 137 and seconds >= timeout)
     return StreamResult(code, timed_out=timed_out, overflowed=False, seconds=seconds)
+
+
+def output(
+    container: Container,
+    script: str,
+    workdir: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    max_bytes: int = MAX_LOG_BYTES,
+) -> tuple[int, bytes]:
+    """Run a short bash script and return its exit code and stdout (-1 and b"" when it did not finish).
+
+    Past `timeout` the container is killed: whatever an agent left in it (a hanging `git`, say) cannot
+    hang the workflow.
+    """
+    stdout = io.BytesIO()
+    done = stream(
+        container, ["bash", "-c", script], stdout, io.BytesIO(), timeout, max_bytes, workdir, env, 0.0
+    )
+    if done.exit_code is None or done.timed_out:
+        return -1, b""
+    return done.exit_code, stdout.getvalue()
 
 
 def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:
