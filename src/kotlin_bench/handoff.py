@@ -24,7 +24,7 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -72,7 +72,7 @@ class Limits:
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None) -> Limits:
         values = dict(section or {})
-        unknown = sorted(set(values) - {f for f in cls.__dataclass_fields__})
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"capture: unknown keys {unknown}")
         if "exclude" in values:
@@ -82,9 +82,6 @@ class Limits:
             if not getattr(limits, key) > 0:
                 raise ValueError(f"capture.{key} must be positive, not {getattr(limits, key)!r}")
         return limits
-
-    def to_config(self) -> dict[str, Any]:
-        return asdict(self) | {"exclude": list(self.exclude)}
 
 
 # --------------------------------------------------------------------------- the capture's record
