@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from kotlin_bench import names
 from kotlin_bench.fsutil import write_atomic
+from kotlin_bench.registry import Registry, check_tag, pull, push
 from kotlin_bench.tasks import Task
 
 if TYPE_CHECKING:
     import docker
 
 DEBOOTSTRAP = "debootstrap:"
+BASE_BUILD_TIMEOUT_SEC = 3600  # config base_build_timeout_sec (int: it is a rule parameter)
 NPM_PACKS = "npm-packs.txt"
 NPM_PACKS_DIR = "npm-packs"
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.IGNORECASE | re.MULTILINE)
@@ -136,18 +138,50 @@ def image_id(client: docker.DockerClient, image: str) -> str | None:
         return None
 
 
-def write_sentinel(path: Path, image: str, image_id: str, seconds: float) -> None:
-    record = {
-        "image": image,
-        "id": image_id,
-        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seconds": round(seconds, 1),
-    }
-    write_atomic(path, json.dumps(record, indent=2) + "\n")
+@dataclass(frozen=True)
+class Sentinel:
+    """An image the workflow built: its name, id, when and how long, and where it was pushed.
+
+    `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the image's manifest
+    digest in the registry), else None. Read and written only here (JSON)."""
+
+    image: str
+    id: str
+    built_at: str = ""
+    seconds: float = 0.0
+    pushed: str | None = None
+
+    def write(self, path: Path) -> None:
+        record = {"image": self.image, "id": self.id, "built_at": self.built_at, "seconds": self.seconds}
+        if self.pushed:
+            record["pushed"] = self.pushed
+        write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
-def read_sentinel(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def write_sentinel(
+    path: Path, image: str, image_id: str, seconds: float, pushed: str | None = None
+) -> Sentinel:
+    sentinel = Sentinel(
+        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed
+    )
+    sentinel.write(path)
+    return sentinel
+
+
+def read_sentinel(path: Path) -> Sentinel:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Sentinel(
+            str(data["image"]),
+            str(data["id"]),
+            str(data.get("built_at", "")),
+            float(data.get("seconds", 0.0)),
+            data.get("pushed"),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ImageError(
+            f"image sentinel {path} is unreadable ({exc}); delete it to rebuild the image"
+        ) from None
 
 
 def fetch_npm_packs(context: Path, log: Any) -> None:
@@ -216,10 +250,65 @@ def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) 
     return found
 
 
-def build_base(entry: BaseRecipe, repo_root: Path, log_path: Path, sentinel: Path, timeout: float) -> None:
-    """Build one manifest image and record it in `sentinel`."""
+def ensure_image(
+    client: docker.DockerClient, sentinel: Sentinel, registry: Registry | None, where: Path
+) -> str:
+    """The id of the image `sentinel` (read from `where`) records, present in this engine and named as built.
+
+    Without a registry this is the recorded id, as it is (the runner checks that it is present). With one,
+    the registry's tag must still name the recorded digest, the image is pulled by that digest when the
+    engine lacks it, and it is tagged with its name (Dockerfiles build FROM it, Harbor runs it by name)."""
+    if registry is None:
+        return sentinel.id
+    if sentinel.pushed is None or not registry.holds(sentinel.pushed):
+        raise ImageError(
+            f"{where}: {sentinel.image} was built without being pushed to {registry.url} "
+            f"(recorded: {sentinel.pushed or 'not pushed'}); delete {where} to rebuild and push it"
+        )
+    check_tag(client, sentinel.pushed, sentinel.image, str(where))
+    if image_id(client, sentinel.id) is None:
+        pull(client, sentinel.pushed, sentinel.image, sentinel.id)
+    repository, tag = sentinel.image.rsplit(":", 1)
+    client.images.get(sentinel.id).tag(repository, tag)
+    return sentinel.id
+
+
+def _ensure_parents(client: docker.DockerClient, parents: list[Path], registry: Registry | None) -> None:
+    if registry is None:
+        return  # the parent images are in this engine, as the workflow built them
+    for path in parents:
+        ensure_image(client, read_sentinel(path), registry, path)
+
+
+def _finish(
+    client: docker.DockerClient,
+    image: str,
+    found: str,
+    started: float,
+    sentinel: Path,
+    registry: Registry | None,
+    log: Any,
+) -> None:
+    """Push the built image when a registry is configured, then write its sentinel."""
+    seconds = time.monotonic() - started
+    pushed = push(client, registry, image, found, log) if registry else None
+    write_sentinel(sentinel, image, found, seconds, pushed)
+
+
+def build_base(
+    entry: BaseRecipe,
+    repo_root: Path,
+    log_path: Path,
+    sentinel: Path,
+    timeout: float,
+    registry: Registry | None = None,
+    parents: list[Path] | None = None,
+) -> None:
+    """Build one manifest image and record it in `sentinel`; `parents`: sentinels of the images it is
+    built FROM (pulled from the registry first, where one is configured)."""
     client = docker_client()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_parents(client, parents or [], registry)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
         if entry.is_debootstrap:
@@ -231,13 +320,20 @@ def build_base(entry: BaseRecipe, repo_root: Path, log_path: Path, sentinel: Pat
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
             found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
-    write_sentinel(sentinel, entry.image, found, time.monotonic() - started)
+        _finish(client, entry.image, found, started, sentinel, registry, log)
 
 
-def build_task_image(task: Task, log_path: Path, sentinel: Path) -> None:
-    """Build the image of one task from its environment/ directory."""
+def build_task_image(
+    task: Task,
+    log_path: Path,
+    sentinel: Path,
+    registry: Registry | None = None,
+    parents: list[Path] | None = None,
+) -> None:
+    """Build the image of one task from its environment/ directory (`parents`: its base's sentinel)."""
     client = docker_client()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_parents(client, parents or [], registry)
     if image_id(client, task.base_image) is None:
         raise ImageError(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
@@ -252,7 +348,7 @@ def build_task_image(task: Task, log_path: Path, sentinel: Path) -> None:
             task.environment.build_timeout_sec,
             log,
         )
-    write_sentinel(sentinel, task.image, found, time.monotonic() - started)
+        _finish(client, task.image, found, started, sentinel, registry, log)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:
@@ -284,7 +380,7 @@ def build_manifest_images(
     logs_dir: Path,
     only: list[str] | None,
     rebuild: bool,
-    timeout: float = 3600.0,
+    timeout: float = BASE_BUILD_TIMEOUT_SEC,
 ) -> None:
     """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh)."""
     recipes = order_recipes(parse_manifest(manifest), repo_root)
@@ -303,4 +399,4 @@ def build_manifest_images(
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
         build_base(entry, repo_root, log, sentinel, timeout)
-        print(f"built {entry.image} ({read_sentinel(sentinel)['seconds']}s, log {log})", flush=True)
+        print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)

@@ -65,6 +65,11 @@ def task_sentinel(task_id: str, results: str = RESULTS) -> str:
     return f"{results}/images/task/{task_id}.json"
 
 
+def is_sentinel(path: str, results: str = RESULTS) -> bool:
+    """Whether a (rule input) path is an image sentinel."""
+    return path.startswith(f"{results}/images/") and path.endswith(".json")
+
+
 def runs_root(results: str = RESULTS) -> str:
     return f"{results}/runs"
 

@@ -1,15 +1,18 @@
-"""Snakemake script of rule base_image: build one manifest image and write its sentinel."""
+"""Snakemake script of rule base_image: build one manifest image (and push it, with `registry:`), write its sentinel."""
 
 from pathlib import Path
 
 from kotlin_bench import names
 from kotlin_bench.images import build_base, parse_manifest
-from kotlin_bench.smk import logged
+from kotlin_bench.smk import configured_registry, logged
 
 sm = snakemake  # noqa: F821
 root = Path(sm.params.root)
 with logged(sm.log[0]):
     image = names.image(sm.wildcards.repo_key, sm.wildcards.tag)
     entry = next(e for e in parse_manifest(root / sm.params.manifest) if e.image == image)
-    build_base(entry, root, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]), sm.params.timeout)
-    print(f"built {image}")
+    registry = configured_registry(sm.config)
+    parents = [Path(p) for p in sm.input if names.is_sentinel(p)]
+    build_log = Path(sm.log[0]).with_suffix(".build.log")
+    build_base(entry, root, build_log, Path(sm.output[0]), sm.params.timeout, registry, parents)
+    print(f"built {image}" + (f", pushed to {registry.url}" if registry else ""))

@@ -1,13 +1,16 @@
-"""Snakemake script of rule task_image: build one task's image and write its sentinel."""
+"""Snakemake script of rule task_image: build one task's image (and push it, with `registry:`), write its sentinel."""
 
 from pathlib import Path
 
+from kotlin_bench import names
 from kotlin_bench.images import build_task_image
-from kotlin_bench.smk import logged
+from kotlin_bench.smk import configured_registry, logged
 from kotlin_bench.tasks import load_task
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    build_task_image(task, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]))
-    print(f"built {task.image}")
+    registry = configured_registry(sm.config)
+    parents = [Path(p) for p in sm.input if names.is_sentinel(p)]
+    build_task_image(task, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]), registry, parents)
+    print(f"built {task.image}" + (f", pushed to {registry.url}" if registry else ""))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
-from kotlin_bench.images import read_sentinel
-from kotlin_bench.smk import logged
+from kotlin_bench.images import docker_client, ensure_image, read_sentinel
+from kotlin_bench.smk import configured_registry, logged
 from kotlin_bench.tasks import TaskError, load_task
 
 
@@ -39,7 +39,11 @@ with logged(sm.log[0]):
         if sm.resources.tries == 1:
             tries.unlink(missing_ok=True)
         try:
-            image = read_sentinel(Path(sm.input[0]))["id"]
+            # With `registry:`, the exact digest the sentinel records is pulled when this engine lacks
+            # it, and a tag moved to other content is refused.
+            sentinel = Path(sm.input[0])
+            registry = configured_registry(sm.config)
+            image = ensure_image(docker_client(), read_sentinel(sentinel), registry, sentinel)
             result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
         except Exception as exc:
             line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
