@@ -18,7 +18,7 @@ import docker
 import pytest
 
 from kotlin_bench import names
-from kotlin_bench.images import ImageError, Sentinel, ensure_image, read_sentinel
+from kotlin_bench.images import ImageError, Sentinel, build_manifest_images, ensure_image, read_sentinel
 from kotlin_bench.registry import Registry, RegistryError, push, split_reference, tag_digest
 from kotlin_bench.workspace import Workspace
 from tests.conftest import REPO
@@ -121,6 +121,23 @@ def test_push_pull_by_digest_and_a_moved_tag_is_refused(
         ensure_image(client, Sentinel(image, built), registry, Path("s.json"))
     # without a registry, the recorded id as it is (as before registries)
     assert ensure_image(client, Sentinel(image, built), None, Path("s.json")) == built
+
+
+def test_build_bases_pushes_what_it_builds(
+    client: docker.DockerClient, tmp_path: Path, registry_service: str, namespace: str, made: list[str]
+) -> None:
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img/marker.txt").write_text(namespace)
+    (tmp_path / "img/Dockerfile").write_text("FROM scratch\nCOPY marker.txt /marker.txt\n")
+    (tmp_path / "manifest").write_text(f"registry-test {namespace} img/Dockerfile\n")
+    registry = Registry(f"{registry_service}/{namespace}")
+    build_manifest_images(tmp_path / "manifest", tmp_path, tmp_path / "logs", None, False, registry=registry)
+    sentinel = read_sentinel(tmp_path / names.base_sentinel("registry-test", namespace))
+    made.append(sentinel.id)
+    assert sentinel.pushed
+    repository, digest = split_reference(sentinel.pushed)
+    assert repository == f"{registry.url}/kotlin-bench/registry-test"
+    assert tag_digest(client, repository, namespace) == digest
 
 
 def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(

@@ -381,8 +381,10 @@ def build_manifest_images(
     only: list[str] | None,
     rebuild: bool,
     timeout: float = BASE_BUILD_TIMEOUT_SEC,
+    registry: Registry | None = None,
 ) -> None:
-    """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh)."""
+    """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh);
+    with `registry`, push each image built, as the workflow does."""
     recipes = order_recipes(parse_manifest(manifest), repo_root)
     if only:
         unknown = set(only) - {r.repo_key for r in recipes} - {r.image for r in recipes}
@@ -398,5 +400,5 @@ def build_manifest_images(
         print(f"build {entry.image} ...", flush=True)
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
-        build_base(entry, repo_root, log, sentinel, timeout)
+        build_base(entry, repo_root, log, sentinel, timeout, registry)
         print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)
