@@ -1,4 +1,9 @@
-"""Sealed history: what the example task images let an agent see of the repository's history."""
+"""Sealed history: what the example task images let an agent see of the repository's history.
+
+As in the published benchmark, the base commit's ancestors stay (an agent can read `git log` and
+`git blame`) on a branch `task-base` at the base commit, and every later commit is gone: the pull
+request's head and every object it adds, the upstream `main` that moved past the base, every other ref,
+remote, reflog, loose or unreachable object."""
 
 from __future__ import annotations
 
@@ -10,12 +15,13 @@ from pathlib import Path
 from adversarial.common import REPO, Row
 
 
-def pr_heads(tasks: list[str], work: Path) -> dict[str, tuple[str, str, list[str]]]:
-    """task -> (base sha, PR head sha, the objects the PR adds), from the upstream repositories built
-    on the host with the images' own builder (the SHAs depend only on the files)."""
+def pr_heads(tasks: list[str], work: Path) -> dict[str, tuple[str, str, list[str], int]]:
+    """task -> (base sha, PR head sha, the objects the PR adds, how many commits the base has with its
+    ancestors), from the upstream repositories built on the host with the images' own builder (the SHAs
+    depend only on the files)."""
     spec = json.loads((REPO / "examples/dataset.json").read_text(encoding="utf-8"))
     entries = {t["id"]: t for t in spec["tasks"]}
-    found: dict[str, tuple[str, str, list[str]]] = {}
+    found: dict[str, tuple[str, str, list[str], int]] = {}
     for task in tasks:
         project, number = task.removeprefix("examples_").rsplit("-", 1)
         dest = work / project
@@ -42,7 +48,11 @@ def pr_heads(tasks: list[str], work: Path) -> dict[str, tuple[str, str, list[str
         objects = subprocess.run(
             [*git, "rev-list", "--objects", head, f"^{base}"], capture_output=True, text=True, check=True
         ).stdout
-        found[task] = (base, head, [line.split()[0] for line in objects.splitlines() if line.strip()])
+        ancestry = subprocess.run(
+            [*git, "rev-list", "--count", base], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        pr_objects = [line.split()[0] for line in objects.splitlines() if line.strip()]
+        found[task] = (base, head, pr_objects, int(ancestry))
     return found
 
 
@@ -51,9 +61,11 @@ set -u
 cd "$REPO_DIR"
 g=$(git rev-parse --absolute-git-dir)
 echo "head=$(git rev-parse HEAD)"
+echo "branch=$(git symbolic-ref -q HEAD)"
 echo "count=$(git rev-list --all --count)"
+echo "shallow=$(test -f "$g/shallow" && echo yes || echo no)"
 echo "remotes=$(git remote | wc -l)"
-echo "refs=$(git for-each-ref | wc -l)"
+echo "refs=$(git for-each-ref --format='%(refname)' | tr '\n' ' ')"
 echo "stash=$(git stash list 2>/dev/null | wc -l)"
 echo "reflogs=$(find "$g/logs" -type f 2>/dev/null | wc -l)"
 echo "special=$(ls "$g" | grep -cE '^(FETCH_HEAD|ORIG_HEAD|MERGE_HEAD|packed-refs)$')"
@@ -68,7 +80,8 @@ echo "pr_present=$present"
 
 
 def run_sealed(tasks: list[str] | None = None) -> list[Row]:
-    """In every example task image only the base commit is reachable and no object of the fix exists."""
+    """In every example task image the base commit and its ancestors are reachable on `task-base`, and
+    no later commit nor any object of the fix exists."""
     from kotlin_bench.images import docker_client, image_id
     from kotlin_bench.tasks import discover, load_task
 
@@ -79,7 +92,7 @@ def run_sealed(tasks: list[str] | None = None) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-upstream.") as tmp:
         heads = pr_heads([t.id for t in selected], Path(tmp))
     for task in selected:
-        base, head, objects = heads[task.id]
+        base, head, objects, ancestry = heads[task.id]
         if image_id(client, task.image) is None:
             rows.append(Row("sealed", task.image, "image missing", "build it: snakemake --cores 2", False))
             continue
@@ -88,29 +101,23 @@ def run_sealed(tasks: list[str] | None = None) -> list[Row]:
             task.image, ["bash", "-c", SEAL_CHECK], environment=env, remove=True, network_disabled=True
         )
         facts = dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
+        empty = ("remotes", "stash", "reflogs", "special", "loose", "unreachable", "pr_present")
         ok = (
-            facts.get("head") == task.base_commit
-            and facts.get("count") == "1"
-            and all(
-                facts.get(k) == "0"
-                for k in (
-                    "remotes",
-                    "refs",
-                    "stash",
-                    "reflogs",
-                    "special",
-                    "loose",
-                    "unreachable",
-                    "pr_present",
-                )
-            )
+            facts.get("head") == task.base_commit == base
+            and facts.get("branch") == "refs/heads/task-base"
+            and facts.get("refs", "").split() == ["refs/heads/task-base"]
+            and facts.get("count") == str(ancestry)
+            and ancestry > 1
+            and facts.get("shallow") == "no"
+            and all(facts.get(k) == "0" for k in empty)
             and facts.get("packed") == facts.get("reachable")
-            and base == task.base_commit
         )
         detail = (
-            f"HEAD=base, {facts.get('count')} commit, PR head {head[:10]} and its {len(objects)} object(s): "
-            f"{facts.get('pr_present')} present; refs/remotes/stash/reflogs/loose/unreachable: "
-            f"{'/'.join(facts.get(k, '?') for k in ('refs', 'remotes', 'stash', 'reflogs', 'loose', 'unreachable'))}; "
+            f"HEAD on {facts.get('branch')} at base; {facts.get('count')} commits reachable (base and its "
+            f"{ancestry - 1} ancestors); PR head {head[:10]} and its {len(objects)} object(s): "
+            f"{facts.get('pr_present')} present; refs: {facts.get('refs', '').strip()}; "
+            f"remotes/stash/reflogs/loose/unreachable: "
+            f"{'/'.join(facts.get(k, '?') for k in ('remotes', 'stash', 'reflogs', 'loose', 'unreachable'))}; "
             f"pack {facts.get('packed')} = reachable {facts.get('reachable')}"
         )
         rows.append(Row("sealed", task.image, "sealed" if ok else "NOT SEALED", detail, ok))

@@ -18,7 +18,14 @@ import docker
 import pytest
 
 from kotlin_bench import names
-from kotlin_bench.images import ImageError, Sentinel, build_manifest_images, ensure_image, read_sentinel
+from kotlin_bench.images import (
+    ImageError,
+    Sentinel,
+    build_manifest_images,
+    ensure_image,
+    pin_images,
+    read_sentinel,
+)
 from kotlin_bench.registry import Registry, RegistryError, push, split_reference, tag_digest
 from kotlin_bench.workspace import Workspace
 from tests.conftest import REPO
@@ -103,7 +110,9 @@ def test_push_pull_by_digest_and_a_moved_tag_is_refused(
 
     client.images.remove(built, force=True)  # this engine no longer has it, as a fresh node would not
     sentinel = Sentinel(image, built, pushed=pushed)
-    assert ensure_image(client, sentinel, registry, Path("s.json")) == built
+    path = tmp_path / "s.json"
+    sentinel.write(path)
+    pin_images(client, [path], registry)
     assert image in client.images.get(built).tags  # pulled by digest and named as built
 
     other = tiny_image(client, tmp_path, f"{repository}:{namespace}", "tampered")  # other content, same tag
@@ -113,9 +122,9 @@ def test_push_pull_by_digest_and_a_moved_tag_is_refused(
     found = tag_digest(client, repository, namespace)
     assert found != digest
     with pytest.raises(RegistryError) as refused:
-        ensure_image(client, sentinel, registry, Path("s.json"))
+        pin_images(client, [path], registry)
     message = str(refused.value)
-    assert image in message and digest in message and found in message and "s.json" in message
+    assert image in message and digest in message and found in message and str(path) in message
 
     with pytest.raises(ImageError, match=r"s.json: .* was built without being pushed to .*delete s.json"):
         ensure_image(client, Sentinel(image, built), registry, Path("s.json"))

@@ -1,5 +1,7 @@
-"""In every example task image only the base commit is reachable: the pull request's head commit and every
-object it adds are absent, and no remote, ref, reflog, stash, loose or unreachable object is left."""
+"""In every example task image the base commit and its ancestors are reachable on the branch `task-base`
+(as in the published benchmark): the pull request's head commit, every object it adds and the upstream
+main that moved past the base are absent, and no other ref, remote, reflog, stash, loose or unreachable
+object is left."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -253,11 +253,11 @@ def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) 
 def ensure_image(
     client: docker.DockerClient, sentinel: Sentinel, registry: Registry | None, where: Path
 ) -> str:
-    """The id of the image `sentinel` (read from `where`) records, present in this engine and named as built.
+    """The id of the image `sentinel` (read from `where`) records.
 
-    Without a registry this is the recorded id, as it is (the runner checks that it is present). With one,
-    the registry's tag must still name the recorded digest, the image is pulled by that digest when the
-    engine lacks it, and it is tagged with its name (Dockerfiles build FROM it, Harbor runs it by name)."""
+    Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
+    one, the registry's tag must still name the recorded digest (else the image is refused), and the image
+    is pulled by that digest when this engine lacks it."""
     if registry is None:
         return sentinel.id
     if sentinel.pushed is None or not registry.holds(sentinel.pushed):
@@ -268,16 +268,31 @@ def ensure_image(
     check_tag(client, sentinel.pushed, sentinel.image, str(where))
     if image_id(client, sentinel.id) is None:
         pull(client, sentinel.pushed, sentinel.image, sentinel.id)
-    repository, tag = sentinel.image.rsplit(":", 1)
-    client.images.get(sentinel.id).tag(repository, tag)
     return sentinel.id
 
 
-def _ensure_parents(client: docker.DockerClient, parents: list[Path], registry: Registry | None) -> None:
-    if registry is None:
-        return  # the parent images are in this engine, as the workflow built them
-    for path in parents:
-        ensure_image(client, read_sentinel(path), registry, path)
+def pin_images(
+    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
+) -> None:
+    """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
+    sharing the engine may have moved the tag to an image of its own. With a registry, the image is
+    first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
+    import docker
+
+    for path in sentinels:
+        record = read_sentinel(path)
+        wanted = ensure_image(client, record, registry, path)
+        if image_id(client, record.image) == wanted:
+            continue
+        try:
+            image = client.images.get(wanted)
+        except docker.errors.ImageNotFound:
+            raise ImageError(
+                f"{record.image}: the image built for it ({wanted[:19]}, {path}) is no longer in the engine; "
+                f"delete {path} to rebuild it"
+            ) from None
+        repository, _, name = record.image.rpartition(":")
+        image.tag(repository, name)
 
 
 def _finish(
@@ -301,14 +316,14 @@ def build_base(
     log_path: Path,
     sentinel: Path,
     timeout: float,
+    parents: Iterable[Path] = (),
     registry: Registry | None = None,
-    parents: list[Path] | None = None,
 ) -> None:
-    """Build one manifest image and record it in `sentinel`; `parents`: sentinels of the images it is
-    built FROM (pulled from the registry first, where one is configured)."""
+    """Build one manifest image FROM its parents (their sentinels) and record it in `sentinel`; with a
+    registry, the parents come from it where this engine lacks them, and the image is pushed."""
     client = docker_client()
+    pin_images(client, parents, registry)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    _ensure_parents(client, parents or [], registry)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
         if entry.is_debootstrap:
@@ -327,13 +342,15 @@ def build_task_image(
     task: Task,
     log_path: Path,
     sentinel: Path,
+    base_sentinel: Path | None = None,
     registry: Registry | None = None,
-    parents: list[Path] | None = None,
 ) -> None:
-    """Build the image of one task from its environment/ directory (`parents`: its base's sentinel)."""
+    """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
+    with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
     client = docker_client()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    _ensure_parents(client, parents or [], registry)
+    if base_sentinel is not None:
+        pin_images(client, [base_sentinel], registry)
     if image_id(client, task.base_image) is None:
         raise ImageError(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
@@ -400,5 +417,5 @@ def build_manifest_images(
         print(f"build {entry.image} ...", flush=True)
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
-        build_base(entry, repo_root, log, sentinel, timeout, registry)
+        build_base(entry, repo_root, log, sentinel, timeout, registry=registry)
         print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)

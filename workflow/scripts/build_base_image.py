@@ -11,8 +11,8 @@ root = Path(sm.params.root)
 with logged(sm.log[0]):
     image = names.image(sm.wildcards.repo_key, sm.wildcards.tag)
     entry = next(e for e in parse_manifest(root / sm.params.manifest) if e.image == image)
+    parents = [Path(p) for p in sm.input if names.is_image_sentinel(str(p))]
     registry = configured_registry(sm.config)
-    parents = [Path(p) for p in sm.input if names.is_sentinel(p)]
-    build_log = Path(sm.log[0]).with_suffix(".build.log")
-    build_base(entry, root, build_log, Path(sm.output[0]), sm.params.timeout, registry, parents)
+    log = Path(sm.log[0]).with_suffix(".build.log")
+    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents, registry)
     print(f"built {image}" + (f", pushed to {registry.url}" if registry else ""))

@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-from kotlin_bench import names
 from kotlin_bench.images import build_task_image
 from kotlin_bench.smk import configured_registry, logged
 from kotlin_bench.tasks import load_task
@@ -10,7 +9,8 @@ from kotlin_bench.tasks import load_task
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
+    base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag)
     registry = configured_registry(sm.config)
-    parents = [Path(p) for p in sm.input if names.is_sentinel(p)]
-    build_task_image(task, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]), registry, parents)
+    log = Path(sm.log[0]).with_suffix(".build.log")
+    build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry)
     print(f"built {task.image}" + (f", pushed to {registry.url}" if registry else ""))

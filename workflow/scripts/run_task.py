@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
-from kotlin_bench.images import docker_client, ensure_image, read_sentinel
+from kotlin_bench.images import docker_client, pin_images, read_sentinel
 from kotlin_bench.smk import configured_registry, logged
 from kotlin_bench.tasks import TaskError, load_task
 
@@ -39,12 +39,15 @@ with logged(sm.log[0]):
         if sm.resources.tries == 1:
             tries.unlink(missing_ok=True)
         try:
-            # With `registry:`, the exact digest the sentinel records is pulled when this engine lacks
-            # it, and a tag moved to other content is refused.
+            # With `registry:`, the run's image is the exact digest its sentinel records: pulled when this
+            # engine lacks it and named as built (Harbor runs it by name); a tag moved elsewhere is refused.
             sentinel = Path(sm.input[0])
             registry = configured_registry(sm.config)
-            image = ensure_image(docker_client(), read_sentinel(sentinel), registry, sentinel)
-            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
+            if registry:
+                pin_images(docker_client(), [sentinel], registry)
+            image = read_sentinel(sentinel).id
+            options = runner.VerifierOptions.from_config(sm.params.verifier)
+            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image, options=options)
         except Exception as exc:
             line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
             print(line)

@@ -4,13 +4,18 @@
 #
 #   make-upstream-repo <upstream_dir> <dest>
 #
-# <upstream_dir>/tree/          the project at its base commit
+# <upstream_dir>/tree/            the project at its base commit
+# <upstream_dir>/history          optional: the commits before the base, oldest first, one per line:
+#                                 `<path> [<path>...] | <message>`: the tree/ paths that commit adds
 # <upstream_dir>/pulls/<N>.patch  one "pull request" each: a git diff that applies to tree/
 #
 # Result in <dest> (which must not exist or be empty):
-#   branch main          one commit holding tree/ (the base commit)
+#   history              the commits of `history`, each adding its paths (from tree/)
+#   the base commit      all of tree/, on top of them
 #   refs/pull/<N>/head   a commit on top of the base with <N>.patch applied
 #   branch pr-<N>        the same commit
+#   branch main          the last pull request's head (upstream moved on past the base), or the base
+#                        when there is no pull request
 # Work tree left checked out at main.
 #
 # Author, committer, dates and messages are fixed and the user's and system git configuration is
@@ -54,6 +59,21 @@ mkdir -p "$dest"
 git init -q -b main "$dest"
 # Copy the tree without preserving owners or times (they are not part of a commit anyway).
 cp -R "$src/tree/." "$dest/"
+
+# The history before the base: commit k of n is dated n-k+1 days before it.
+if [ -f "$src/history" ]; then
+    mapfile -t lines < <(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$src/history")
+    for i in "${!lines[@]}"; do
+        paths=${lines[$i]%%|*}
+        message=${lines[$i]#*|}
+        message=${message# }
+        # shellcheck disable=SC2086
+        g add -- $paths
+        date="$((base_epoch - (${#lines[@]} - i) * 86400)) +0000"
+        GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-verify -m "$message"
+        echo "history $(g rev-parse HEAD) $message"
+    done
+fi
 g add -A
 GIT_AUTHOR_DATE=$base_date GIT_COMMITTER_DATE=$base_date \
     g commit -q --no-verify -m "Base commit" -m "The project as it was before the pull requests."
@@ -85,4 +105,8 @@ for n in $(printf '%s\n' "${numbers[@]}" | sort -n); do
     echo "pull $n $head"
 done
 
-g checkout -q main
+if [ "${#numbers[@]}" -gt 0 ]; then
+    g checkout -q -B main "$head"
+else
+    g checkout -q main
+fi

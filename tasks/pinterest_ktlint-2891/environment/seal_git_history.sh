@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# kotlin-bench: seal a repository's history so that only the base commit is reachable.
+# kotlin-bench: seal a repository's history at the base commit.
 #
-# Usage: seal_git_history.sh <repo_dir> <base_commit>
+# Usage: seal_git_history.sh <repo_dir> <base_commit> [--shallow]
 #
-# HEAD must already be at <base_commit> (prepare.sh puts it there). Afterwards:
-#   - HEAD is detached at <base_commit>, whose SHA is unchanged;
-#   - <base_commit> is recorded in .git/shallow, so its parents are cut off: `git rev-list --all`
-#     lists exactly one commit;
-#   - no remote, branch, tag, note, stash, pull-request or other ref remains, nor any reflog,
-#     FETCH_HEAD/ORIG_HEAD, graft, alternate, commit-graph or kept pack;
-#   - the object store holds one pack with only what <base_commit> reaches: no later commit (the
-#     upstream fix among them) and no unreachable or loose object is left.
+# HEAD must already be at <base_commit> (prepare.sh puts it there). Afterwards, as in the published
+# benchmark:
+#   - HEAD is attached to the branch `task-base` at <base_commit>, whose SHA is unchanged;
+#   - the base commit's ancestors stay (an agent can read `git log` and `git blame`);
+#   - every later commit is gone: no remote, other branch, tag, note, stash, pull-request or other ref
+#     remains, nor any reflog or FETCH_HEAD/ORIG_HEAD, graft, alternate, commit-graph or kept pack;
+#     the object store holds only what <base_commit> reaches, with no unreachable or loose object.
+# With --shallow, <base_commit> is also recorded in .git/shallow, so its parents are cut off and exactly
+# one commit is reachable (the published task that fetches only its base commit).
 set -euo pipefail
 
-if [ "$#" -ne 2 ]; then
-    echo "usage: seal_git_history.sh <repo_dir> <base_commit>" >&2
+if [ "$#" -lt 2 ] || [ "$#" -gt 3 ] || { [ "$#" -eq 3 ] && [ "$3" != "--shallow" ]; }; then
+    echo "usage: seal_git_history.sh <repo_dir> <base_commit> [--shallow]" >&2
     exit 2
 fi
 repo_dir=$1
+shallow=${3:-}
+branch=task-base
 log() { echo "seal_git_history.sh: $*" >&2; }
 
 cd "$repo_dir"
@@ -29,7 +32,7 @@ if [ "$head" != "$base" ]; then
     exit 1
 fi
 
-# Detach HEAD, then drop every remote and every ref.
+# HEAD on its own branch at the base, then every remote and every other ref dropped.
 git -c advice.detachedHead=false checkout --quiet --detach "$base"
 for remote in $(git remote); do
     git remote remove "$remote"
@@ -44,9 +47,15 @@ for name in FETCH_HEAD ORIG_HEAD MERGE_HEAD CHERRY_PICK_HEAD REVERT_HEAD BISECT_
     rm -f "${git_dir:?}/$name"
 done
 rm -rf "$git_dir/logs" "$git_dir/info/grafts" "$git_dir/refs/original"
+git update-ref "refs/heads/$branch" "$base"
+git symbolic-ref HEAD "refs/heads/$branch"
+rm -rf "$git_dir/logs"
 
-# Cut the history below the base commit.
-printf '%s\n' "$base" > "$git_dir/shallow"
+if [ "$shallow" = "--shallow" ]; then
+    printf '%s\n' "$base" > "$git_dir/shallow"
+else
+    rm -f "$git_dir/shallow"
+fi
 
 # Rewrite the object store with only what the base commit reaches.
 git reflog expire --expire=now --expire-unreachable=now --all
@@ -59,18 +68,21 @@ git prune --expire=now
 git prune-packed
 
 # Verify the seal.
-if [ "$(git rev-parse HEAD)" != "$base" ]; then
-    log "HEAD is not $base after sealing"
-    exit 1
-fi
-count=$(git rev-list --all --count)
-if [ "$count" != "1" ]; then
-    log "$count commits are reachable after sealing, expected 1"
+if [ "$(git rev-parse HEAD)" != "$base" ] || [ "$(git symbolic-ref HEAD)" != "refs/heads/$branch" ]; then
+    log "HEAD is not $branch at $base after sealing"
     exit 1
 fi
 refs=$(git for-each-ref --format='%(refname)')
-if [ -n "$refs" ]; then
-    log "refs remain after sealing: $refs"
+if [ "$refs" != "refs/heads/$branch" ]; then
+    log "refs other than refs/heads/$branch remain after sealing: $refs"
+    exit 1
+fi
+if [ -n "$(git remote)" ]; then
+    log "remotes remain after sealing"
+    exit 1
+fi
+if [ "$shallow" = "--shallow" ] && [ "$(git rev-list --all --count)" != "1" ]; then
+    log "$(git rev-list --all --count) commits are reachable after a shallow seal, expected 1"
     exit 1
 fi
 unreachable=$(git fsck --unreachable --no-progress 2>&1 | grep -E '^(unreachable|dangling) ' || true)
@@ -79,4 +91,4 @@ if [ -n "$unreachable" ]; then
     printf '%s\n' "$unreachable" >&2
     exit 1
 fi
-log "sealed at $base"
+log "sealed at $base on $branch ($(git rev-list --count HEAD) commit(s) of history)"
