@@ -5,6 +5,8 @@
 # and the Snakemake executor plugin. Idempotent: starts only what is not running, and writes the
 # configuration only where it is absent or was written by this script (an existing cluster's
 # /etc/slurm/slurm.conf is never touched: the script stops with an error instead).
+# MariaDB listens on 127.0.0.1 only; slurmctld, slurmd and slurmdbd (ports 6817-6819) have no bind-address
+# setting and listen on every interface, but answer only requests signed with this host's munge key.
 # Usage: scripts/setup_slurm.sh        (root, Debian 12; no systemd needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
