@@ -59,3 +59,15 @@ def task_image_resource(name):
 
 def all_results(wildcards):
     return PLAN.results()
+
+
+def sanity_runs(wildcards):
+    return PLAN.sanity_results()
+
+
+def network_checks(wildcards):
+    return PLAN.network_checks()
+
+
+def network_check_inputs(wildcards):
+    return PLAN.network_check_inputs(wildcards.task)

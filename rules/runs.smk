@@ -2,7 +2,7 @@ rule run:
     input:
         run_inputs,
         # a script agent's script: editing it reruns that agent's runs
-        agent_script=lambda wildcards: PLAN.agents[wildcards.agent].script or [],
+        agent_script=lambda wildcards: PLAN.agent(wildcards.agent).script or [],
     output:
         names.run_result("{agent}", "{task}", "{attempt}"),
     log:

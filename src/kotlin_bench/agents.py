@@ -19,6 +19,7 @@ Kinds:
 
 from __future__ import annotations
 
+import json
 import shlex
 import tempfile
 from dataclasses import dataclass
@@ -79,10 +80,15 @@ class Agent:
             model=entry.get("model"),
             predictions=entry.get("predictions"),
             harbor_agent=entry.get("harbor_agent"),
-            kwargs=tuple(sorted((str(k), str(v)) for k, v in (entry.get("kwargs") or {}).items())),
+            kwargs=tuple(sorted((str(k), _option(v)) for k, v in (entry.get("kwargs") or {}).items())),
             isolate_network=bool(entry.get("isolate_network", False)),
             script=entry.get("script"),
         )
+
+
+def _option(value: Any) -> str:
+    """A Harbor agent option as `--ak key=value` carries it: booleans as JSON (`true`), the rest as text."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
