@@ -10,8 +10,13 @@ rule run:
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
+    # sized from the task (kotlin_bench.resources; README "Running on a cluster")
+    threads: run_resource("threads")
     resources:
         docker=1,
+        mem_mb=run_resource("mem_mb"),
+        runtime=run_resource("runtime"),
+        disk_mb=run_resource("disk_mb"),
         # the try number, for the script to record an error on the last one (scripts see no `attempt`)
         tries=lambda wildcards, attempt: attempt,
     params:

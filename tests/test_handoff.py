@@ -320,7 +320,7 @@ def site(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Itera
     prepared = ws.prepare(TASK)
     assert prepared.returncode == 0, prepared.stderr[-2000:]
     task = load_task(ws.root / EXAMPLE_TASKS / TASK)
-    image = read_sentinel(ws.root / names.task_sentinel(TASK))["id"]
+    image = read_sentinel(ws.root / names.task_sentinel(TASK)).id
     found = Site(ws, task, image)
     yield found
     client = docker_client()

@@ -363,6 +363,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 def cmd_build_bases(args: argparse.Namespace) -> int:
     from kotlin_bench.images import build_manifest_images
+    from kotlin_bench.registry import Registry
 
     build_manifest_images(
         manifest=args.manifest,
@@ -370,6 +371,7 @@ def cmd_build_bases(args: argparse.Namespace) -> int:
         logs_dir=args.logs_dir,
         only=args.only or None,
         rebuild=args.rebuild,
+        registry=Registry.from_config({"url": args.registry} if args.registry else None),
     )
     return 0
 
@@ -462,6 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logs-dir", type=Path, default=Path(names.LOGS), help="build logs go under <dir>/base/")
     p.add_argument("--only", action="append", default=[], metavar="REPO_KEY|IMAGE", help="build only these")
     p.add_argument("--rebuild", action="store_true", help="rebuild images that are present")
+    p.add_argument(
+        "--registry",
+        metavar="URL",
+        help="push each image built to host[:port][/namespace] (config registry.url)",
+    )
     p.set_defaults(func=cmd_build_bases)
 
     p = sub.add_parser(

@@ -14,9 +14,17 @@ from typing import Any
 
 from kotlin_bench import leaderboard, names
 from kotlin_bench.agents import Agent
-from kotlin_bench.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
+from kotlin_bench.images import (
+    BASE_BUILD_TIMEOUT_SEC,
+    BaseRecipe,
+    order_recipes,
+    parse_manifest,
+    recipe_inputs,
+    recipe_parent,
+)
 from kotlin_bench.materialize import MirrorSources
 from kotlin_bench.predictions import Prediction, load_predictions
+from kotlin_bench.resources import JobResources, Sizing
 from kotlin_bench.tasks import Task, TaskError, discover, load_task
 
 SANITY_AGENTS = ("oracle", "nop")  # the sanity sweep's agents: name = kind
@@ -38,6 +46,8 @@ class Plan:
     predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
     materialize: dict[str, Any] = field(default_factory=dict)
     tasks_dir: str = "tasks"
+    sizing: Sizing = field(default_factory=Sizing)
+    base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -83,6 +93,8 @@ class Plan:
             predictions,
             dict(config.get("materialize") or {}),
             str(config["tasks_dir"]),
+            Sizing.from_config(config.get("resources")),
+            config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
         )
 
     def task_dir(self, task_id: str) -> str:
@@ -147,6 +159,16 @@ class Plan:
                 if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
             ]
         return [names.task_sentinel(task_id), self.stamp(task_id), *files]
+
+    def run_resources(self, task_id: str) -> JobResources:
+        """What a run of the task asks the scheduler for (kotlin_bench.resources has the rule)."""
+        return self.sizing.for_run(self.tasks[task_id])
+
+    def task_image_resources(self, task_id: str) -> JobResources:
+        return self.sizing.for_task_image(self.tasks[task_id])
+
+    def base_image_resources(self) -> JobResources:
+        return self.sizing.for_base_image(self.base_build_timeout_sec)
 
     def stamp(self, task_id: str) -> str:
         """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""

@@ -6,6 +6,9 @@ import contextlib
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from kotlin_bench.registry import Registry
 
 
 @contextlib.contextmanager
@@ -23,3 +26,9 @@ def logged(log_path: str | Path) -> Iterator[None]:
         except BaseException:
             traceback.print_exc(file=log)
             raise
+
+
+def configured_registry(config: dict[str, Any]) -> Registry | None:
+    """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
+    registry address changes no result, so changing it must rerun nothing."""
+    return Registry.from_config(config.get("registry"))
