@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Set up a Debian host for kotlin-bench: system packages, the Python package with its dependencies,
 # and a running Docker engine. Idempotent; safe to run again.
-# Usage: scripts/setup.sh [--harbor]   (--harbor: also the harbor CLI and the compose v2 plugin, which
-#                                      the test suite needs for its Harbor tests)
+# Usage: scripts/setup.sh [--harbor | --tests]
+#   --harbor: also the harbor CLI and the compose v2 plugin (Harbor agents, the Harbor tests)
+#   --tests:  everything the test suite needs: --harbor, and a container registry and a one-machine Slurm
+#             cluster on loopback (scripts/setup_registry.sh, scripts/setup_slurm.sh; root only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_harbor=0
+with_services=0
 for arg in "$@"; do
   case "$arg" in
     --harbor) with_harbor=1 ;;
-    *) echo "setup: unknown option $arg (usage: scripts/setup.sh [--harbor])" >&2; exit 2 ;;
+    --tests) with_harbor=1; with_services=1 ;;
+    *) echo "setup: unknown option $arg (usage: scripts/setup.sh [--harbor | --tests])" >&2; exit 2 ;;
   esac
 done
 
@@ -37,4 +41,8 @@ python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
 scripts/setup_docker.sh
 if [ "$with_harbor" -eq 1 ]; then
   scripts/setup_harbor.sh
+fi
+if [ "$with_services" -eq 1 ]; then
+  scripts/setup_registry.sh
+  scripts/setup_slurm.sh
 fi
