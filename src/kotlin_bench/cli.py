@@ -10,6 +10,7 @@ Subcommands:
 - ``status``: per task, whether it is materialized and whether its files match the published digests.
 - ``plan``: what would be built, in order: base images, then task images.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
+- ``add-task``: add a pull request as a task, valid only once its validation passes (``kotlin_bench.add_task``).
 
 Paths are relative to the working directory, which is expected to be the repository root.
 """
@@ -20,14 +21,13 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kotlin_bench import names
-from kotlin_bench.dataset import Dataset, SpecError, generate, load_dataset
+from kotlin_bench import add_task, names
+from kotlin_bench.dataset import Dataset, SpecError, ValidationMark, generate, load_dataset
 from kotlin_bench.materialize import (
     PUBLISHED_COMMIT,
     PUBLISHED_TASKS_SUBDIR,
@@ -37,6 +37,7 @@ from kotlin_bench.materialize import (
     PublishedSource,
     TaskResult,
     UpstreamSource,
+    build_mirrors,
     materialize,
     source_from_config,
     task_status,
@@ -150,14 +151,8 @@ def _describe(result: TaskResult) -> str:
 def _build_mirrors(args: argparse.Namespace, dataset: Dataset, source: UpstreamSource) -> UpstreamSource:
     """Upstream mirrors the config builds from committed sources, built as the DAG builds them."""
     sources = MirrorSources.from_config(_config_section(args.config).get("upstream") or {})
-    if sources is None:
-        return source
-    mirrors = dict(source.mirrors)
-    for task in dataset.select(args.tasks or None):
-        name = task.repository.name
-        if name not in mirrors:
-            mirrors[name] = str(sources.build(task.owner, task.repo, args.root))
-    return replace(source, mirrors=mirrors)
+    repositories = {t.repository.name: t.repository for t in dataset.select(args.tasks or None)}
+    return build_mirrors(source, sources, repositories.values(), args.root)
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
@@ -247,6 +242,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         error = _load_task_dir(task_dir, args.materialized)
         if error:
             problems.append(error)
+        if task.validation not in (None, ValidationMark.VALID):
+            problems.append(
+                f"{task.id}: validation {task.validation}: added by `kotlin-bench add-task`, not valid"
+            )
     known = {t.id for t in dataset.tasks}
     if args.tasks_dir.is_dir():
         for toml in sorted(args.tasks_dir.glob("*/task.toml")):
@@ -294,10 +293,13 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "yes" if status.materialized else "no",
                 status.verified,
                 status.source or "-",
+                task.validation or "-",
                 detail,
             )
         )
-    _out(_table(rows, ("task", "materialized", "verified", "source", "detail")))
+        if task.validation:
+            counts[f"validation {task.validation}"] += 1
+    _out(_table(rows, ("task", "materialized", "verified", "source", "validation", "detail")))
     _out(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
     return 0
 
@@ -427,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
     p.set_defaults(func=cmd_errors)
+    add_task.register(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ from kotlin_bench.images import BaseRecipe, order_recipes, parse_manifest, recip
 from kotlin_bench.materialize import MirrorSources
 from kotlin_bench.predictions import Prediction, load_predictions
 from kotlin_bench.tasks import Task, TaskError, discover, load_task
+from kotlin_bench.validation import phase_labels
 
 
 @functools.cache
@@ -36,6 +37,7 @@ class Plan:
     predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
     materialize: dict[str, Any] = field(default_factory=dict)
     tasks_dir: str = "tasks"
+    validation_repeats: int = 0  # extra fix runs of the three-phase validation (config validation.repeats)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -79,6 +81,7 @@ class Plan:
             predictions,
             dict(config.get("materialize") or {}),
             str(config["tasks_dir"]),
+            int((config.get("validation") or {}).get("repeats", 0)),
         )
 
     def task_dir(self, task_id: str) -> str:
@@ -166,6 +169,14 @@ class Plan:
                 name = f"{task.source.owner}/{task.source.name}"
                 found.setdefault(name, names.mirror_dir(task.source.owner, task.source.name))
         return found
+
+    def validation_phases(self, task_id: str) -> list[str]:
+        """The phase records of a task's validation: run, test, fix and the fix repetitions."""
+        labels = phase_labels(self.validation_repeats)
+        return [names.validation_phase(task_id, label) for label in labels]
+
+    def validation_verdicts(self) -> list[str]:
+        return [names.validation_verdict(task_id) for task_id in self.tasks]
 
     def results(self) -> list[str]:
         return [
