@@ -208,3 +208,21 @@ def test_a_new_task_needs_an_f2p_test() -> None:
     assert acceptance_problems(TaskValidation("t-1", valid=True, counts={"f2p": 1})) == []
     invalid = TaskValidation("t-1", valid=False, reasons=["fix: no_fixed_test"], counts={"f2p": 0})
     assert acceptance_problems(invalid) == ["fix: no_fixed_test"]
+
+
+def test_kotlin_bench_says_which_tasks_are_not_valid(
+    upstream, calc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kotlin_bench.cli import main
+
+    spec = tmp_path / "dataset.json"
+    shutil.copy(SPEC, spec)
+    found = read_pull_request("examples_calc-2", calc, 2, upstream["source"])
+    put_task(spec, new_entry(load_dataset(spec), "examples_calc-2", calc, found, None, None))
+    assert main(["status", "--spec", str(spec), "--tasks-dir", str(tmp_path / "tasks")]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("examples_calc-2") and " pending " in line for line in out.splitlines()), out
+    assert "validation pending: 1" in out
+    assert main(["validate", "--spec", str(spec), "--tasks-dir", str(tmp_path / "tasks")]) == 1
+    err = capsys.readouterr().err
+    assert "error: examples_calc-2: validation pending: added by `kotlin-bench add-task`, not valid" in err

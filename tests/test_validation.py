@@ -19,8 +19,8 @@ from kotlin_bench.validation import (
     phase_kind,
     phase_labels,
     write_derivation,
-    write_summary,
 )
+from kotlin_bench.validation_report import write_summary
 from kotlin_bench.verifier import junit_compare as jc
 
 TASK = "acme_widgets-7"

@@ -287,8 +287,8 @@ def _relative(path: Path, root: Path) -> str:
         return str(path.resolve())
 
 
-def _snakemake(options: Options, task_id: str, *targets: str) -> int:
-    """The workflow, for `targets`, in the given config with the task selected."""
+def _snakemake(options: Options, task_id: str, *targets: str, select: bool = True) -> int:
+    """The workflow, for `targets`, in the given config (with only the task selected)."""
     cmd = [
         sys.executable,
         "-m",
@@ -298,11 +298,11 @@ def _snakemake(options: Options, task_id: str, *targets: str) -> int:
         str(options.cores),
         "--configfile",
         _relative(options.config, options.root),
+        "--replace-workflow-config",  # the given config alone (not on top of the bundled config.yaml)
         "--config",
         f"spec={_relative(options.spec, options.root)}",
         f"tasks_dir={_relative(options.tasks_dir, options.root)}",
-        f"tasks=[{task_id}]",
-        "exclude=[]",
+        *([f"tasks=[{task_id}]", "exclude=[]"] if select else []),
     ]
     print(f"{task_id}: snakemake {' '.join(cmd[3:])}", flush=True)
     return subprocess.run(cmd, cwd=options.root).returncode
@@ -314,7 +314,7 @@ def _refresh_mirror(options: Options, task_id: str, repository: Repository, buil
     if not built:
         return
     target = names.mirror_dir(repository.owner, repository.repo)
-    if _snakemake(options, task_id, target) != 0:
+    if _snakemake(options, task_id, target, select=False) != 0:  # (the task is not there yet)
         raise AddTaskError(
             task_id, Step.SOURCE, f"building the mirror {target} failed; see {names.LOGS}/upstream/"
         )

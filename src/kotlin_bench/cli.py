@@ -235,6 +235,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.spec)
     _out(f"{args.spec}: valid ({len(dataset.tasks)} tasks, {len(dataset.bases)} bases)")
     for task in dataset.tasks:
+        if task.validation not in (None, ValidationMark.VALID):
+            problems.append(
+                f"{task.id}: validation {task.validation}: added by `kotlin-bench add-task`, not valid"
+            )
         task_dir = args.tasks_dir / task.id
         if not task_dir.is_dir():
             problems.append(f"{task_dir}: missing task directory (run `kotlin-bench generate`)")
@@ -242,10 +246,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
         error = _load_task_dir(task_dir, args.materialized)
         if error:
             problems.append(error)
-        if task.validation not in (None, ValidationMark.VALID):
-            problems.append(
-                f"{task.id}: validation {task.validation}: added by `kotlin-bench add-task`, not valid"
-            )
     known = {t.id for t in dataset.tasks}
     if args.tasks_dir.is_dir():
         for toml in sorted(args.tasks_dir.glob("*/task.toml")):

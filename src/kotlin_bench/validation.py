@@ -29,7 +29,7 @@ derived `expected_tests.json` beside it:
 - compared, list by list, with the task's `tests/expected_tests.json`: equal, or the ids only in the
   derived lists and only in the expected ones.
 
-`summary_frame` and `write_summary` make `results/validation/summary.csv` and `summary.md`, one row per task.
+`kotlin_bench.validation_report` makes `results/validation/summary.csv` and `summary.md` from the verdicts.
 """
 
 from __future__ import annotations
@@ -43,12 +43,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from kotlin_bench import HARNESS_VERSION, names
-from kotlin_bench.fsutil import atomic_path, write_atomic
+from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.record import build_failed_in
-from kotlin_bench.render import Section, plural, render_markdown
 from kotlin_bench.verifier import junit_compare as jc
 
 CATEGORIES = jc.CATEGORIES
@@ -312,40 +309,62 @@ def _phase_summary(phase: _Phase) -> dict[str, Any]:
     return summary
 
 
+def _lists_and_validity(
+    verdict: TaskValidation, phases: Mapping[str, _Phase], fix_labels: list[str]
+) -> dict[str, Any] | None:
+    """The derived document (flaky tests left out), the verifier's validity rules and, for a task valid so
+    far, the gold and nop scores; None when run, test or fix has no statuses to derive from."""
+    run, test, fix = (phases[str(kind)] for kind in PhaseKind)
+    if run.statuses is None or test.statuses is None or fix.statuses is None:
+        return None
+    base, with_tests, with_fix = (_without(p.statuses or {}, verdict.flaky) for p in (run, test, fix))
+    derived = expected_document(base, with_tests, with_fix)
+    verdict.counts = {cat: len(derived[f"{cat}_tests"]) for cat in CATEGORIES}
+    if fix.statuses:  # (a fix run without any result is reported with what its output says)
+        rules = jc.validity_reasons(with_fix, jc.Expected({}, with_tests, base))
+        verdict.reasons += [f"{fix.label}: {r}" for r in rules]
+    if not verdict.reasons:
+        reasons, verdict.oracle_resolved, verdict.nop_resolved = _gold_and_nop(
+            phases, fix_labels, test, derived
+        )
+        verdict.reasons += reasons
+    return derived
+
+
+def _notes(verdict: TaskValidation, derived: dict[str, Any] | None) -> list[str]:
+    notes = []
+    if verdict.flaky:
+        many = "s" if len(verdict.flaky) > 1 else ""
+        notes.append(
+            _bounded(f"{len(verdict.flaky)} flaky test{many} left out of every list: ", list(verdict.flaky))
+        )
+    if derived is not None and verdict.counts.get("f2p") == 0:
+        notes.append("no f2p test (kotlin-bench add-task accepts a new task only with one)")
+    if verdict.fix_runs < 2:
+        notes.append("one fix run: flaky tests cannot be told apart (validation: {repeats: N})")
+    return notes
+
+
 def derive(
     task_id: str, phase_dirs: Mapping[str, Path], expected_path: Path | None = None
 ) -> tuple[TaskValidation, dict[str, Any] | None]:
     """The verdict of a task from its phase directories (label -> directory), and the derived
     expected_tests.json (None when run, test or fix has nothing to derive from)."""
-    missing = [p for p in (PhaseKind.RUN, PhaseKind.TEST, PhaseKind.FIX) if p not in phase_dirs]
+    missing = [str(kind) for kind in PhaseKind if kind not in phase_dirs]
     if missing:
-        raise ValueError(f"{task_id}: phases {[str(p) for p in missing]} are missing")
+        raise ValueError(f"{task_id}: phases {missing} are missing")
     phases = {label: _load_phase(label, Path(d)) for label, d in phase_dirs.items()}
     verdict = TaskValidation(task_id, valid=False, phases={lb: _phase_summary(p) for lb, p in phases.items()})
     verdict.reasons = [p.reason for p in phases.values() if p.reason]
-    run, test, fix = phases[PhaseKind.RUN], phases[PhaseKind.TEST], phases[PhaseKind.FIX]
-    for phase in (run, fix):
-        if phase.statuses == {}:
-            verdict.reasons.append(_no_results(phase))
+    verdict.reasons += [
+        _no_results(p) for p in (phases[PhaseKind.RUN], phases[PhaseKind.FIX]) if p.statuses == {}
+    ]
     fix_labels = [
         lb for lb, p in phases.items() if phase_kind(lb) is PhaseKind.FIX and p.statuses is not None
     ]
     verdict.fix_runs = len(fix_labels)
     verdict.flaky = flaky_tests({lb: phases[lb].statuses or {} for lb in fix_labels})
-    derived = None
-    if run.statuses is not None and test.statuses is not None and fix.statuses is not None:
-        left_out = set(verdict.flaky)
-        base, with_tests, with_fix = (_without(p.statuses or {}, left_out) for p in (run, test, fix))
-        derived = expected_document(base, with_tests, with_fix)
-        verdict.counts = {cat: len(derived[f"{cat}_tests"]) for cat in CATEGORIES}
-        if fix.statuses:  # (no result at all is reported above, with what the output says)
-            rules = jc.validity_reasons(with_fix, jc.Expected({}, with_tests, base))
-            verdict.reasons += [f"{fix.label}: {r}" for r in rules]
-        if not verdict.reasons:
-            reasons, verdict.oracle_resolved, verdict.nop_resolved = _gold_and_nop(
-                phases, fix_labels, test, derived
-            )
-            verdict.reasons += reasons
+    derived = _lists_and_validity(verdict, phases, fix_labels)
     verdict.valid = not verdict.reasons
     expected, verdict.expected = _read_expected(expected_path)
     if derived is None:
@@ -353,16 +372,7 @@ def derive(
     elif expected is not None:
         verdict.differences = compare(derived, expected)
         verdict.expected = "differs" if verdict.differences else "equal"
-    if verdict.flaky:
-        verdict.notes.append(
-            _bounded(
-                f"{plural(len(verdict.flaky), 'flaky test')} left out of every list: ", list(verdict.flaky)
-            )
-        )
-    if derived is not None and verdict.counts.get("f2p") == 0:
-        verdict.notes.append("no f2p test (kotlin-bench add-task accepts a new task only with one)")
-    if len(fix_labels) < 2:
-        verdict.notes.append("one fix run: flaky tests cannot be told apart (validation: {repeats: N})")
+    verdict.notes = _notes(verdict, derived)
     return verdict, derived
 
 
@@ -375,94 +385,3 @@ def write_derivation(
     else:
         write_atomic(expected_path, json.dumps(derived, indent=2, ensure_ascii=False) + "\n")
     verdict.write(verdict_path)
-
-
-# --------------------------------------------------------------------------- the report
-
-SUMMARY_SCHEMA: dict[str, str] = {
-    "task": "string",
-    "valid": "boolean",
-    "reasons": "string",
-    **{cat: "Int64" for cat in CATEGORIES},
-    "flaky": "Int64",
-    "flaky_tests": "string",
-    "fix_runs": "Int64",
-    "oracle_resolved": "boolean",
-    "nop_resolved": "boolean",
-    "expected": "string",
-    "only_in_derived": "string",
-    "only_in_expected": "string",
-    "notes": "string",
-}
-
-
-def _joined(values: Iterable[str]) -> str | None:
-    text = "; ".join(values)
-    return text or None
-
-
-def _side(differences: Mapping[str, Mapping[str, list[str]]], side: str) -> str | None:
-    return _joined(f"{name}: {', '.join(d[side])}" for name, d in differences.items() if d[side])
-
-
-def summary_row(verdict: TaskValidation) -> dict[str, Any]:
-    return {
-        "task": verdict.task,
-        "valid": verdict.valid,
-        "reasons": _joined(verdict.reasons),
-        **{cat: verdict.counts.get(cat) for cat in CATEGORIES},
-        "flaky": len(verdict.flaky),
-        "flaky_tests": _joined(verdict.flaky),
-        "fix_runs": verdict.fix_runs,
-        "oracle_resolved": verdict.oracle_resolved,
-        "nop_resolved": verdict.nop_resolved,
-        "expected": verdict.expected,
-        "only_in_derived": _side(verdict.differences, "only_derived"),
-        "only_in_expected": _side(verdict.differences, "only_expected"),
-        "notes": _joined(verdict.notes),
-    }
-
-
-def summary_frame(verdicts: Iterable[TaskValidation]) -> pd.DataFrame:
-    rows = [summary_row(v) for v in verdicts]
-    frame = pd.DataFrame(rows, columns=list(SUMMARY_SCHEMA)).astype(SUMMARY_SCHEMA)
-    return frame.sort_values("task", ignore_index=True)
-
-
-def headline(frame: pd.DataFrame) -> str:
-    """`5 tasks: 5 valid, 0 invalid; derived lists equal the expected ones for 5 of 5`."""
-    valid = int(frame["valid"].sum())
-    compared = frame[frame["expected"].isin(["equal", "differs"])]
-    equal = int((compared["expected"] == "equal").sum())
-    return (
-        f"{plural(len(frame), 'task')}: {valid} valid, {len(frame) - valid} invalid; derived lists equal the "
-        f"expected ones for {equal} of {len(compared)} with expected lists"
-    )
-
-
-def _markdown(verdicts: list[TaskValidation], frame: pd.DataFrame) -> str:
-    table = frame[["task", "valid", *CATEGORIES, "flaky", "fix_runs", "expected"]].copy()
-    table["valid"] = table["valid"].map({True: "yes", False: "NO"})
-    sections = [Section("Headline", [headline(frame)]), Section("Tasks", table=table)]
-    for verdict in verdicts:
-        lines = [f"- {reason}" for reason in verdict.reasons]
-        for test_id, runs in verdict.flaky.items():
-            lines.append(f"- flaky: `{test_id}`: " + ", ".join(f"{lb} {s}" for lb, s in runs.items()))
-        for name, difference in verdict.differences.items():
-            for side, ids in difference.items():
-                lines += [f"- {name}: {side.replace('_', ' in ')}: `{t}`" for t in ids]
-        lines += [f"- note: {note}" for note in verdict.notes]
-        if lines:
-            state = "valid" if verdict.valid else "INVALID"
-            sections.append(Section(f"{verdict.task} ({state})", ["\n".join(lines)]))
-    return render_markdown(sections, title="kotlin-bench validation")
-
-
-def write_summary(verdict_paths: Iterable[Path], csv_path: Path, markdown_path: Path) -> pd.DataFrame:
-    """summary.csv and summary.md from the tasks' validation.json files."""
-    verdicts = sorted((TaskValidation.read(Path(p)) for p in verdict_paths), key=lambda v: v.task)
-    frame = summary_frame(verdicts)
-    with atomic_path(csv_path) as tmp:
-        frame.to_csv(tmp, index=False)
-    write_atomic(markdown_path, _markdown(verdicts, frame))
-    return frame
