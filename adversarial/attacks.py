@@ -47,9 +47,9 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "edit-tests",
-        "the hidden test patch is applied over the diff",
+        "the paths the hidden test patch touches are restored, then it is applied",
         script="edit-tests.sh",
-        reasons=("test_patch_failed",),
+        reasons=("no_fixed_test", "expected_missing"),
         flags={"tests": "CalculatorTest.kt"},
     ),
     Attack(

@@ -158,8 +158,14 @@ def run_bad_inputs(tmp: Path) -> list[Row]:
             return
         rows.append(Row("bad-input", f"JUnit XML: {name}", "NOT REJECTED", "", False))
 
-    xml_case(
-        "non-UTF-8", b'<testsuite><testcase classname="a" name="\xff\xfe"/></testsuite>', "xml_unreadable"
+    # Not rejected, as published: bytes that are not UTF-8 are replaced, and the test counts under that id.
+    path = tmp / "non-utf8.xml"
+    path.write_bytes(b'<testsuite><testcase classname="a" name="\xff\xfe"/></testsuite>')
+    statuses = jc.parse_junit_file(path).statuses
+    replaced = statuses == {"a.\ufffd\ufffd": "PASS"}
+    outcome = "replaced (U+FFFD), as published" if replaced else f"NOT REPLACED: {statuses}"
+    rows.append(
+        Row("bad-input", "JUnit XML: non-UTF-8", outcome, "the test counts as a.\\ufffd\\ufffd", replaced)
     )
     xml_case("truncated", b'<testsuite><testcase classname="a" name="b"/><testca', "xml_unreadable")
     xml_case(

@@ -21,5 +21,6 @@ rule run:
             wildcards.agent, wildcards.task
         ),
         retries=config.get("retries", 1),
+        verifier=config.get("verifier", {}),
     script:
         "../workflow/scripts/run_task.py"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from kotlin_bench.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
@@ -89,18 +90,7 @@ def make_task(tmp_path: Path) -> Callable[..., Path]:
 
 def copy_repo(dest: Path) -> Path:
     """A copy of the repository (tracked and new files, nothing ignored: no results, nothing materialized)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for rel in filter(None, (name.decode() for name in listed)):
-        source = REPO / rel
-        if source.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / rel)
-    return dest
+    return copy_checkout(REPO, dest)
 
 
 def snakemake(

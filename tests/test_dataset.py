@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shlex
 import subprocess
 import tomllib
 from pathlib import Path
@@ -23,6 +22,8 @@ from kotlin_bench.dataset import (
     matches_any,
     parse_dataset,
     render_init_script,
+    render_prepare_env,
+    render_warmup,
     split_paths,
 )
 
@@ -174,7 +175,15 @@ def test_spec_reproduces_every_field_of_the_shared_facts() -> None:
             assert ours[key] == value, (fact["id"], key)
     bases = json.loads((SHARED / "bases.json").read_text())
     assert len(bases) == len(dataset.bases)
+    # Facts the shared file lacks, read from the published recipe (issue #10's audit).
+    published_extra_apt = {
+        "kotlin-bench/ankidroid_anki-android:base": ["libncurses6", "libvulkan1", "libpulse0", "libgl1"]
+    }
     for fact, base in zip(bases, dataset.bases, strict=True):
+        fact = {
+            **fact,
+            "extra_apt_packages": fact["extra_apt_packages"] + published_extra_apt.get(base.image, []),
+        }
         assert base.repository is not None
         ours = {
             "repo_key": base.repo_key,
@@ -310,7 +319,10 @@ def test_generation_writes_the_design_layout(tmp_path: Path, verifier_dir: Path)
         [
             "task.toml",
             "environment/Dockerfile",
+            "environment/docker-compose.yaml",
             "environment/prepare.sh",
+            "environment/prepare.env",
+            "environment/warmup.sh",
             "environment/check_git_changes.sh",
             "environment/seal_git_history.sh",
             "solution/solve.sh",
@@ -320,7 +332,7 @@ def test_generation_writes_the_design_layout(tmp_path: Path, verifier_dir: Path)
             "tests/task.env",
         ]
     )
-    for script in ("environment/prepare.sh", "solution/solve.sh", "tests/test.sh"):
+    for script in ("environment/prepare.sh", "environment/warmup.sh", "solution/solve.sh", "tests/test.sh"):
         assert os.access(t7 / script, os.X_OK)
     assert (t7 / "environment/prepare.sh").read_bytes() == (TEMPLATES_DIR / "prepare.sh").read_bytes()
     assert (t7 / "tests/test.sh").read_bytes() == (verifier_dir / "test.sh").read_bytes()
@@ -345,6 +357,8 @@ def test_generation_writes_the_design_layout(tmp_path: Path, verifier_dir: Path)
     task = load_task(t7, require_materialized=False)
     assert task.image == "kotlin-bench/acme_widgets:pr-7"
     assert task.test_command == "./gradlew test --continue"
+    compose = (t7 / "environment/docker-compose.yaml").read_text()
+    assert compose == "services:\n  main:\n    image: kotlin-bench/acme_widgets:pr-7\n"  # as published
 
     t9 = tmp_path / "tasks" / "acme_widgets-9"
     assert (t9 / "environment/exclude-flaky-tests.gradle").is_file()
@@ -359,9 +373,10 @@ def test_dockerfile_and_task_env_quote_the_test_command(tmp_path: Path, verifier
     lines = (t9 / "environment/Dockerfile").read_text().splitlines()
     assert lines[2] == "FROM kotlin-bench/acme_widgets:base-android"
     assert lines[3] == (
-        "COPY prepare.sh check_git_changes.sh seal_git_history.sh exclude-flaky-tests.gradle /home/"
+        "COPY prepare.sh check_git_changes.sh seal_git_history.sh prepare.env warmup.sh "
+        "exclude-flaky-tests.gradle /home/"
     )
-    assert shlex.split(lines[4]) == ["RUN", "bash", "/home/prepare.sh", "/home/widgets", BASE, command]
+    assert lines[4] == "RUN bash /home/prepare.sh /home/prepare.env"
     assert lines[5] == "RUN bash /home/check_git_changes.sh /home/widgets"
     assert lines[6] == f"RUN bash /home/seal_git_history.sh /home/widgets {BASE}"
     assert lines[7] == "WORKDIR /home/widgets"
@@ -549,22 +564,98 @@ def _script(name: str, *args: str | Path, cwd: Path | None = None, env: dict[str
     )
 
 
-def test_prepare_checks_out_warms_and_cleans(history: dict[str, Any]) -> None:
+def _prepare_files(
+    tmp: Path,
+    clone: Path,
+    base: str,
+    steps: list[Any],
+    on_failure: str = "ignore",
+    test_env: dict[str, str] | None = None,
+    **spec: Any,
+) -> Path:
+    """prepare.env and warmup.sh as generation writes them, for a repository at `clone` on the host."""
+    data = small_spec()
+    repository = data["repositories"]["acme/widgets"]
+    repository["repo_dir"] = str(clone)
+    warmup = {"steps": steps, "on_failure": on_failure}
+    if any(isinstance(step, dict) for step in steps):  # a warm-up patch is the task's own
+        data["tasks"][0].update(
+            warmup=warmup, warmup_patch={"published_file": "w.patch", "test_patch_paths": ["src/A.kt"]}
+        )
+    else:
+        repository["warmup"] = warmup
+    if test_env:
+        repository["test_env"] = test_env
+    data.update(spec)
+    data["tasks"][0]["base_commit"] = base
+    dataset = parse_dataset(data)
+    task = dataset.tasks[0]
+    env = render_prepare_env(dataset, task).replace("WARMUP=/home/warmup.sh", f"WARMUP={tmp / 'warmup.sh'}")
+    (tmp / "prepare.env").write_text(env)
+    (tmp / "warmup.sh").write_text(render_warmup(dataset, task))
+    return tmp / "prepare.env"
+
+
+def test_prepare_checks_out_warms_and_cleans(history: dict[str, Any], tmp_path: Path) -> None:
     clone, base = history["clone"], history["base"]
     command = (
         "mkdir -p build/test-results/test sub/build/test-results/test build/cache && "
         "touch build/test-results/test/TEST-a.xml sub/build/test-results/test/TEST-b.xml build/cache/warm && "
         "echo dirty > src/A.kt && touch untracked.txt && exit 3"
     )
-    proc = _script("prepare.sh", clone, base, command)
+    conventions = {
+        "git_config": {"core.autocrlf": "input", "core.filemode": "false"},
+        "git_info_exclude": [".gitattributes"],
+    }
+    env = _prepare_files(tmp_path, clone, base, [command], conventions=conventions)
+    data = env.read_text()
+    proc = _script("prepare.sh", env)
     assert proc.returncode == 0, proc.stderr
-    assert "exited with 3 (ignored)" in proc.stderr
+    assert "warmup: exited with 3 (ignored)" in proc.stderr
     assert _git(clone, "rev-parse", "HEAD") == base
     assert not (clone / "build/test-results").exists()
     assert not (clone / "sub/build/test-results").exists()
     assert (clone / "build/cache/warm").exists()  # the warm cache (ignored output) stays
     assert not (clone / "untracked.txt").exists()
     assert (clone / "src/A.kt").read_text() == "a\n"
+    assert _script("check_git_changes.sh", clone).returncode == 0
+    assert (
+        _git(clone, "config", "core.autocrlf") == "input"
+        and _git(clone, "config", "core.filemode") == "false"
+    )
+    assert ".gitattributes" in (clone / ".git/info/exclude").read_text()
+    assert "GIT_CONFIG=(core.autocrlf input core.filemode false)" in data
+
+
+def test_prepare_exports_the_test_env_and_aborts_as_published(
+    history: dict[str, Any], tmp_path: Path
+) -> None:
+    clone, base = history["clone"], history["base"]
+    command = 'mkdir -p build && echo "$CLI_TEST_MAX_DURATION_IN_SECONDS" > build/seen && exit 4'
+    env = _prepare_files(
+        tmp_path, clone, base, [command], "abort", {"CLI_TEST_MAX_DURATION_IN_SECONDS": "60"}
+    )
+    proc = _script("prepare.sh", env)
+    assert proc.returncode == 4, proc.stderr  # a failing warm-up stops the image build
+    assert (clone / "build/seen").read_text() == "60\n"  # the test env reached the warm-up
+
+
+def test_prepare_applies_and_reverts_a_warmup_patch(history: dict[str, Any], tmp_path: Path) -> None:
+    clone, base, later = history["clone"], history["base"], history["later"]
+    (tmp_path / "warmup.patch").write_text(_git(clone, "diff", base, later) + "\n")
+    steps = [
+        "test ! -s src/A.kt || grep -q '^a$' src/A.kt",
+        {"apply": "warmup.patch"},
+        "grep -q fixed src/A.kt",
+    ]
+    env = _prepare_files(tmp_path, clone, base, steps, "abort")
+    warmup = (
+        (tmp_path / "warmup.sh").read_text().replace("/home/warmup.patch", str(tmp_path / "warmup.patch"))
+    )
+    (tmp_path / "warmup.sh").write_text(warmup)
+    proc = _script("prepare.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    assert (clone / "src/A.kt").read_text() == "a\n"  # reverted after the warm-up
     assert _script("check_git_changes.sh", clone).returncode == 0
 
 
@@ -575,13 +666,13 @@ def test_prepare_fetches_a_missing_commit(history: dict[str, Any], tmp_path: Pat
     _git(up, "checkout", "-q", "main")
     clone = history["clone"]
     assert subprocess.run(["git", "cat-file", "-e", hidden], cwd=clone).returncode != 0
-    proc = _script("prepare.sh", clone, hidden, "true")
+    proc = _script("prepare.sh", _prepare_files(tmp_path, clone, hidden, ["true"]))
     assert proc.returncode == 0, proc.stderr
     assert _git(clone, "rev-parse", "HEAD") == hidden
 
 
-def test_prepare_fails_on_an_unknown_commit(history: dict[str, Any]) -> None:
-    proc = _script("prepare.sh", history["clone"], "f" * 40, "true")
+def test_prepare_fails_on_an_unknown_commit(history: dict[str, Any], tmp_path: Path) -> None:
+    proc = _script("prepare.sh", _prepare_files(tmp_path, history["clone"], "f" * 40, ["true"]))
     assert proc.returncode != 0
 
 
@@ -655,3 +746,72 @@ def test_solve_applies_the_fix_and_fails_loudly(history: dict[str, Any], tmp_pat
     (solution / "fix.patch").unlink()
     proc = _script("solve.sh", cwd=clone, env={"SOLUTION_DIR": str(solution)})
     assert proc.returncode == 1 and "missing or empty" in proc.stderr
+
+
+def test_generation_carries_the_published_facts(tmp_path: Path, verifier_dir: Path) -> None:
+    """Conventions, base ENV, the repository's test env and warm-up, a shallow history, the warm-up patch
+    and the scorer's suffixes land where the image build, the verifier and the host scorer read them."""
+    spec = small_spec()
+    spec["conventions"] = {"base_env": {"TZ": "Etc/UTC"}, "git_config": {"core.filemode": "false"}}
+    spec["bases"][0]["env"] = {"LANG": "C.UTF-8"}
+    spec["repositories"]["acme/widgets"]["test_env"] = {"CI": "true"}
+    spec["repositories"]["acme/widgets"]["warmup"] = {
+        "steps": ["./gradlew clean test"],
+        "on_failure": "abort",
+    }
+    spec["tasks"][0].update(
+        history="shallow",
+        warmup={
+            "steps": ["./gradlew build", {"apply": "warmup.patch"}, "./gradlew test"],
+            "on_failure": "abort",
+        },
+        warmup_patch={"published_file": "environment/w.patch", "test_patch_paths": ["build.gradle.kts"]},
+        scorer={"strip_name_suffixes": ["[jvm]"]},
+    )
+    _generate(tmp_path, verifier_dir, spec)
+    t7, t9 = tmp_path / "tasks/acme_widgets-7", tmp_path / "tasks/acme_widgets-9"
+    dockerfile = (t7 / "environment/Dockerfile").read_text()
+    assert (
+        "COPY prepare.sh check_git_changes.sh seal_git_history.sh prepare.env warmup.sh warmup.patch /home/"
+        in dockerfile
+    )
+    assert f"RUN bash /home/seal_git_history.sh /home/widgets {BASE} --shallow" in dockerfile
+    assert "--shallow" not in (t9 / "environment/Dockerfile").read_text()
+    warmup7 = (t7 / "environment/warmup.sh").read_text()
+    assert "set -euo pipefail" in warmup7 and "export CI=true\n" in warmup7
+    assert "./gradlew build\ngit apply --whitespace=nowarn /home/warmup.patch\n./gradlew test" in warmup7
+    assert (t9 / "environment/warmup.sh").read_text().endswith("./gradlew clean test\n")  # the repository's
+    env7 = (t7 / "tests/task.env").read_text()
+    assert "export CI=true\n" in env7 and "SCORER_ARGS=(--strip-name-suffix '[jvm]')" in env7
+    assert tomllib.loads((t7 / "task.toml").read_text())["metadata"]["kotlin_bench"][
+        "strip_test_name_suffixes"
+    ] == ["[jvm]"]
+    from kotlin_bench.tasks import load_task
+
+    assert load_task(t7, require_materialized=False).scorer_args == ["--strip-name-suffix", "[jvm]"]
+    assert "GIT_CONFIG=(core.filemode false)" in (t7 / "environment/prepare.env").read_text()
+    recipe = (tmp_path / "bases/acme_widgets/Dockerfile.base").read_text()
+    assert "ENV TZ=Etc/UTC\nENV LANG=C.UTF-8\n" in recipe
+    assert "ENV LANG" not in (tmp_path / "bases/acme_widgets/Dockerfile.base-android").read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda t: t.update(warmup={"steps": [{"apply": "warmup.patch"}], "on_failure": "abort"}),
+            "the task needs warmup_patch",
+        ),
+        (
+            lambda t: t.update(warmup_patch={"published_file": "p", "test_patch_paths": ["x"]}),
+            "no warm-up step applies warmup.patch",
+        ),
+        (lambda t: t.update(history="deep"), "history"),
+        (lambda t: t.update(scorer={"strip_name_suffixes": ["jvm"]}), "strip_name_suffixes"),
+    ],
+)
+def test_bad_warmup_and_scorer_facts_are_named(change: Any, message: str) -> None:
+    spec = small_spec()
+    change(spec["tasks"][0])
+    with pytest.raises(SpecError, match=message):
+        parse_dataset(spec)

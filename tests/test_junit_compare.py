@@ -352,10 +352,80 @@ def test_root_testsuite_and_counts() -> None:
         "a.B.f": "FAIL",
         "a.B.e": "FAIL",
         "a.B.s": "SKIP",
-        "a.B.both": "FAIL",
+        "a.B.both": "SKIP",  # a skipped child wins over a failure in the same testcase, as published
     }
     assert parsed.ignored == 1
-    assert jc.counts(parsed.statuses) == {"passed": 1, "failed": 3, "skipped": 1}
+    assert jc.counts(parsed.statuses) == {"passed": 1, "failed": 2, "skipped": 2}
+
+
+def test_nested_testcases_count_with_their_own_children() -> None:
+    """Every testcase element counts, one inside another too (the published scorer iterates them all)."""
+    xml = (
+        b'<testsuites><testcase classname="a.B" name="outer"><testcase classname="a.B" name="inner">'
+        b"<failure/></testcase></testcase></testsuites>"
+    )
+    assert jc.parse_junit_text(xml).statuses == {"a.B.outer": "PASS", "a.B.inner": "FAIL"}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "test_id"),
+    [
+        (
+            "non_utf8",
+            b'<testsuites><testcase classname="demo.A" name="t1()"/><testcase classname="demo.A" name="t2\xff\xfe()"/></testsuites>',
+            "demo.A.t2\ufffd\ufffd()",
+        ),
+        (
+            "latin1_declared",
+            b'<?xml version="1.0" encoding="ISO-8859-1"?><testsuites><testcase classname="d" name="\xe9"/></testsuites>',
+            "d.\ufffd",
+        ),
+    ],
+)
+def test_bytes_that_are_not_utf8_are_replaced_as_published(
+    tmp_path: Path, name: str, data: bytes, test_id: str
+) -> None:
+    path = tmp_path / f"{name}.xml"
+    path.write_bytes(data)
+    assert test_id in jc.parse_junit_file(path).statuses
+    assert test_id in jc.parse_junit_text(data).statuses
+
+
+def test_a_comment_that_breaks_parsing_is_dropped_and_parsing_retried(tmp_path: Path) -> None:
+    xml = b'<testsuites><!-- a -- b --><testcase classname="a.B" name="p"/><!-- ok --></testsuites>'
+    path = tmp_path / "c.xml"
+    path.write_bytes(xml)
+    assert jc.parse_junit_file(path).statuses == {"a.B.p": "PASS"}
+    assert jc.parse_junit_text(xml).statuses == {"a.B.p": "PASS"}
+    with pytest.raises(jc.VerifierInputError, match="xml_unreadable"):
+        jc.parse_junit_text(b'<testsuites><!-- a -- b --><testcase classname="a.B" name="p">')
+
+
+@pytest.mark.parametrize(
+    ("classname", "name", "expected"),
+    [
+        ("io.x.BlockTest", "accepts indentation[desktop]", "io.x.BlockTest.accepts indentation"),
+        ("io.x.BlockTest", "accepts indentation[jvm]", "io.x.BlockTest.accepts indentation"),
+        ("io.x.BlockTest", "t@1a2b[jvm]", "io.x.BlockTest.t@1a2b"),  # the hash goes first, then the suffix
+        ("io.x.BlockTest", "t[1][jvm]", None),  # still parameterized
+        ("io.x.BlockTest", "t[js]", None),  # not a listed suffix: parameterized
+        ("io.x.BlockTest[jvm]", "t", "io.x.BlockTest[jvm].t"),  # the classname keeps it
+    ],
+)
+def test_target_suffixes_are_stripped_not_ignored(classname: str, name: str, expected: str | None) -> None:
+    assert jc.make_test_id(classname, name, ("[desktop]", "[jvm]")) == expected
+    assert jc.make_test_id(classname, name) is None or not name.endswith(("[desktop]", "[jvm]"))
+
+
+def test_strip_name_suffix_option_scores_kmp_names(tmp_path: Path) -> None:
+    xml = tmp_path / "j.xml"
+    xml.write_text('<testsuite><testcase classname="a.B" name="fixed[desktop]"/></testsuite>')
+    path = tmp_path / "expected.json"
+    path.write_text(json.dumps(expected(f2p=["a.B.fixed"], test=result(failed=["a.B.fixed"]))))
+    report, _ = jc.build_report(xml, path, None)
+    assert not report["resolved"] and "no_test_results" in report["reasons"]
+    report, _ = jc.build_report(xml, path, None, ["[desktop]", "[jvm]"])
+    assert report["resolved"], report["reasons"]
 
 
 def test_grandchild_failure_does_not_count() -> None:
@@ -376,12 +446,6 @@ BAD_XML_CASES = [
     ("plain_doctype", b'<!DOCTYPE testsuites SYSTEM "x.dtd">' + GOOD.split(b"?>", 1)[1], "xml_rejected: "),
     ("truncated", GOOD[: len(GOOD) // 2], "xml_unreadable: "),
     ("empty_file", b"", "xml_unreadable: "),
-    ("non_utf8", GOOD.replace(b"t2()", b"t2\xff\xfe()"), "xml_unreadable: "),
-    (
-        "latin1_declared",
-        b'<?xml version="1.0" encoding="ISO-8859-1"?><testsuites><testcase classname="d" name="\xe9"/></testsuites>',
-        "xml_unreadable: ",
-    ),
     (
         "undefined_entity",
         b'<testsuites><testcase classname="a" name="&xxe;"/></testsuites>',

@@ -501,3 +501,50 @@ def test_upstream_compares_with_published_digests(upstream: dict[str, Any]) -> N
     (second,) = materialize(u["dataset"], u["tasks"], upstream_source(u))
     assert second.ok and second.verified is False  # no expected tests: cannot match all four
     assert not any("differs from the published" in n for n in second.notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# A warm-up patch (cascade-editor-16's kind)
+
+WARMUP = {
+    "warmup": {"steps": ["ktest", {"apply": "warmup.patch"}, "ktest"], "on_failure": "abort"},
+    "warmup_patch": {
+        "published_file": "environment/warm-ui.patch",
+        "test_patch_paths": ["core/src/test/kotlin/WidgetTest.kt"],
+    },
+}
+
+
+def test_published_warmup_patch_is_materialized(published: dict[str, Any], tmp_path: Path) -> None:
+    dataset = spec(
+        "a" * 40, [{"id": "acme_widgets-2", "pr": 2, "issues": [1], "published_sha256": None, **WARMUP}]
+    )
+    tasks = task_dirs(tmp_path / "tasks-w", "acme_widgets-2")
+    (result,) = materialize(dataset, tasks, source(published))
+    assert (
+        not result.ok
+        and "warmup.patch: missing (tasks/acme_widgets-2/environment/warm-ui.patch" in result.problems[0]
+    )
+    pinned = commit(
+        published["repo"], {"tasks/acme_widgets-2/environment/warm-ui.patch": "--- warm\n"}, "warm"
+    )
+    (result,) = materialize(dataset, tasks, source(published, pinned))
+    assert result.ok, result.problems
+    assert (tasks / "acme_widgets-2/environment/warmup.patch").read_text() == "--- warm\n"
+    assert "environment/warmup.patch" in read_stamp(tasks / "acme_widgets-2")["files"]  # type: ignore[index]
+
+
+def test_upstream_warmup_patch_is_the_listed_part_of_the_test_patch(upstream: dict[str, Any]) -> None:
+    u = upstream
+    dataset = spec(
+        u["base"], [{"id": "acme_widgets-5", "pr": 5, "issues": [4], "published_sha256": None, **WARMUP}]
+    )
+    (result,) = materialize(dataset, u["tasks"], upstream_source(u))
+    assert result.ok, result.problems
+    task = u["tasks"] / "acme_widgets-5"
+    warm = (task / "environment/warmup.patch").read_text()
+    assert warm.startswith(
+        "diff --git a/core/src/test/kotlin/WidgetTest.kt b/core/src/test/kotlin/WidgetTest.kt"
+    )
+    assert warm in (task / "tests/test.patch").read_text()
+    assert "docs/CHANGES.md" not in warm

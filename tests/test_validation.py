@@ -278,3 +278,16 @@ def test_summary_csv_and_markdown(tmp_path: Path) -> None:
     text = (tmp_path / "summary.md").read_text()
     assert "2 tasks: 1 valid, 1 invalid" in text
     assert "## b-2 (INVALID)" in text and "- fix: p2p_regressed: w.A.old()" in text
+
+
+def test_the_tasks_scorer_suffixes_are_stripped_as_the_verifier_does(tmp_path: Path) -> None:
+    """A KMP task's scorer strips `[jvm]` from test names (Task.strip_test_name_suffixes); without the
+    option such a name is a parameterized invocation and ignored."""
+    dirs = three(tmp_path)
+    kmp = '<testcase name="new()[jvm]" classname="w.K"/>'
+    (dirs["fix"] / names.PHASE_OUT / names.JUNIT_XML).write_text(junit(FIXED, kmp), encoding="utf-8")
+    _, plain = derive(TASK, dirs)
+    _, stripped = derive(TASK, dirs, suffixes=("[jvm]",))
+    assert plain is not None and stripped is not None
+    assert "w.K.new()" not in plain["n2p_tests"]
+    assert "w.K.new()" in stripped["n2p_tests"]

@@ -71,15 +71,16 @@ class Task:
     tests: Path
     logs: Path
 
-    def write_env(self, test_command: str = "bash run_tests.sh") -> None:
-        text = f"REPO_DIR={shlex.quote(str(self.repo))}\nTEST_COMMAND={shlex.quote(test_command)}\n"
+    def write_env(self, test_command: str = "bash run_tests.sh", extra: str = "") -> None:
+        text = f"REPO_DIR={shlex.quote(str(self.repo))}\nTEST_COMMAND={shlex.quote(test_command)}\n{extra}"
         (self.tests / "task.env").write_text(text)
 
     def apply_fix(self) -> None:
         (self.repo / "src" / "fixed.txt").write_text("fixed\n")
 
-    def verify(self) -> subprocess.CompletedProcess[str]:
+    def verify(self, **extra_env: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "VERIFIER_LOGS_DIR": str(self.logs), "VERIFIER_TESTS_DIR": str(self.tests)}
+        env.update(extra_env)
         proc = subprocess.run(
             ["bash", str(self.tests / "test.sh")],
             env=env,
@@ -151,12 +152,62 @@ def test_nonzero_exit_code_alone_changes_nothing(task: Task) -> None:
     assert "test command exit code: 3" in (task.logs / "test_output.log").read_text()
 
 
-@pytest.mark.parametrize("how", ["conflicting_tree", "garbage_patch", "missing_patch"])
+def _agent_edits_the_test_files(task: Task) -> None:
+    """The agent writes the fix and also its own versions of the files the hidden test patch touches:
+    it creates the file the patch adds, edits the one it changes, and deletes nothing else."""
+    task.apply_fix()
+    (task.repo / "tests" / "new_test.txt").write_text("agent's own\n")
+    (task.repo / "tests" / "old_test.txt").write_text("old, as the agent extended it\n")
+    (task.repo / "tests" / "agent_test.txt").write_text("another test of the agent's\n")
+
+
+def test_paths_the_test_patch_touches_are_restored_before_it_is_applied(task: Task) -> None:
+    """The published behaviour: the agent's versions of those files are discarded, the rest stays."""
+    _agent_edits_the_test_files(task)
+    proc = task.verify()
+    assert task.reward() == "1", proc.stdout
+    assert "restored 2 path(s) the test patch touches" in proc.stdout
+    assert (task.repo / "tests" / "new_test.txt").read_text() == "new test\n"
+    assert (task.repo / "tests" / "old_test.txt").read_text() == "old, extended\n"
+    assert (task.repo / "tests" / "agent_test.txt").is_file()  # not touched by the patch: kept
+
+
+def test_strict_mode_applies_over_the_agents_edits(task: Task) -> None:
+    _agent_edits_the_test_files(task)
+    proc = task.verify(KOTLIN_BENCH_TEST_PATCH="strict")
+    assert task.reward() == "0"
+    assert task.report()["reasons"][0].startswith("test_patch_failed")
+    assert "strict: applied over the agent's work" in proc.stdout
+
+
+def test_a_path_the_patch_creates_that_cannot_be_removed_fails_closed(task: Task) -> None:
+    task.apply_fix()
+    (task.repo / "tests" / "new_test.txt").mkdir()
+    (task.repo / "tests" / "new_test.txt" / "x").write_text("x\n")
+    task.verify()
+    assert task.reward() == "0"
+    assert "cannot remove tests/new_test.txt" in task.report()["reasons"][0]
+
+
+def test_test_env_is_exported_and_scorer_args_reach_the_scorer(task: Task) -> None:
+    (task.repo / "run_tests.sh").write_text(
+        RUN_TESTS.replace('name="fixed()"', 'name="fixed()[desktop]"').replace(
+            "if [ -f src/fixed.txt ]; then", 'if [ -f src/fixed.txt ] && [ "$KB_MARK" = "on it" ]; then'
+        )
+    )
+    task.write_env(extra="export KB_MARK='on it'\nSCORER_ARGS=(--strip-name-suffix '[desktop]')\n")
+    task.apply_fix()
+    proc = task.verify()
+    assert task.reward() == "1", proc.stdout
+    task.write_env(extra="export KB_MARK='on it'\n")  # without the option: [desktop] is a parameter
+    task.verify()
+    assert task.reward() == "0"
+
+
+@pytest.mark.parametrize("how", ["garbage_patch", "missing_patch"])
 def test_test_patch_not_applying(task: Task, how: str) -> None:
     task.apply_fix()
-    if how == "conflicting_tree":  # the agent created the file the test patch adds
-        (task.repo / "tests" / "new_test.txt").write_text("agent's own\n")
-    elif how == "garbage_patch":
+    if how == "garbage_patch":
         (task.tests / "test.patch").write_text("this is not a patch\n")
     else:
         (task.tests / "test.patch").unlink()

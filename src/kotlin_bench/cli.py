@@ -9,6 +9,8 @@ Subcommands:
   manifest (every task's FROM names an entry, every entry has a recipe).
 - ``status``: per task, whether it is materialized and whether its files match the published digests.
 - ``plan``: what would be built, in order: base images, then task images.
+- ``fidelity``: compare the task directories and base recipes with the published benchmark, by meaning;
+  exit 1 on a behaviour-changing difference the specification does not list as intended.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
 - ``add-task``: add a pull request as a task, valid only once its validation passes (``kotlin_bench.add_task``).
 
@@ -28,6 +30,7 @@ import yaml
 
 from kotlin_bench import add_task, names
 from kotlin_bench.dataset import Dataset, SpecError, ValidationMark, generate, load_dataset
+from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.materialize import (
     PUBLISHED_COMMIT,
     PUBLISHED_TASKS_SUBDIR,
@@ -38,6 +41,7 @@ from kotlin_bench.materialize import (
     TaskResult,
     UpstreamSource,
     build_mirrors,
+    default_cache_dir,
     materialize,
     source_from_config,
     task_status,
@@ -335,6 +339,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    """Compare our task directories and base recipes with the published benchmark, by meaning."""
+    from kotlin_bench import fidelity
+
+    dataset = load_dataset(args.spec)
+    source = PublishedSource(
+        location=args.published,
+        commit=args.commit,
+        tasks_subdir=args.published_subdir or PUBLISHED_TASKS_SUBDIR,
+        cache_dir=args.cache_dir or default_cache_dir(),
+    )
+    only = args.tasks or None
+    report = fidelity.check(dataset, args.tasks_dir, args.bases_dir, source, only)
+    text = fidelity.render(report, len(dataset.select(only)))
+    if args.report:
+        write_atomic(args.report, text)
+    _out(text)
+    return 1 if report.unexplained else 0
+
+
 def cmd_build_bases(args: argparse.Namespace) -> int:
     from kotlin_bench.images import build_manifest_images
 
@@ -412,6 +436,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=Path(names.RESULTS), help="where image sentinels live")
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "fidelity", help="compare the tasks and bases with the published benchmark, by meaning"
+    )
+    common(p)
+    p.add_argument(
+        "--published", required=True, help="the published benchmark: a checkout, a git dir or a URL"
+    )
+    p.add_argument("--commit", help="the published revision to read (default: HEAD of a git repository)")
+    p.add_argument(
+        "--published-subdir", help=f"directory of its task dirs (default: {PUBLISHED_TASKS_SUBDIR})"
+    )
+    p.add_argument("--bases-dir", type=Path, default=Path("bases"), help="our base recipes (default: bases)")
+    p.add_argument("--cache-dir", type=Path, help="where a URL is cloned (default: ~/.cache/kotlin-bench)")
+    p.add_argument("--report", type=Path, help="also write the report (markdown) here")
+    p.add_argument("tasks", nargs="*", help="task ids (default: all)")
+    p.set_defaults(func=cmd_fidelity)
 
     p = sub.add_parser("build-bases", help="build the base images of a manifest")
     p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)

@@ -115,8 +115,14 @@ class Plan:
     def task_image_inputs(self, task_id: str) -> list[str]:
         task = self.tasks[task_id]
         base = self.bases[task.base_image]
-        environment = [str(Path(p).relative_to(self.root)) for p in _files(task.path / "environment")]
-        return [names.base_sentinel(base.repo_key, base.tag), *environment]
+        environment = [
+            str(Path(p).relative_to(self.root))
+            for p in _files(task.path / "environment")
+            if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
+        ]
+        # A warm-up patch is materialized: the image then waits for the task's materialization.
+        stamp = [self.stamp(task_id)] if task.warmup_patch else []
+        return [names.base_sentinel(base.repo_key, base.tag), *environment, *stamp]
 
     def run_inputs(self, task_id: str) -> list[str]:
         """A run depends on the task image, the committed files it copies in (task.toml, solution/, tests/),

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -216,9 +216,38 @@ def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) 
     return found
 
 
-def build_base(entry: BaseRecipe, repo_root: Path, log_path: Path, sentinel: Path, timeout: float) -> None:
-    """Build one manifest image and record it in `sentinel`."""
+def pin_parents(client: docker.DockerClient, sentinels: Iterable[Path]) -> None:
+    """Point each parent image's tag at the image its sentinel records, before a build FROM it: another
+    checkout sharing the engine may have moved the tag to an image of its own."""
+    import docker
+
+    for path in sentinels:
+        record = read_sentinel(path)
+        tag, wanted = record["image"], record["id"]
+        if image_id(client, tag) == wanted:
+            continue
+        try:
+            image = client.images.get(wanted)
+        except docker.errors.ImageNotFound:
+            raise ImageError(
+                f"{tag}: the image built for it ({wanted[:19]}, {path}) is no longer in the engine; "
+                f"delete {path} to rebuild it"
+            ) from None
+        repository, _, name = tag.rpartition(":")
+        image.tag(repository, name)
+
+
+def build_base(
+    entry: BaseRecipe,
+    repo_root: Path,
+    log_path: Path,
+    sentinel: Path,
+    timeout: float,
+    parents: Iterable[Path] = (),
+) -> None:
+    """Build one manifest image FROM its parents (their sentinels) and record it in `sentinel`."""
     client = docker_client()
+    pin_parents(client, parents)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
@@ -234,10 +263,12 @@ def build_base(entry: BaseRecipe, repo_root: Path, log_path: Path, sentinel: Pat
     write_sentinel(sentinel, entry.image, found, time.monotonic() - started)
 
 
-def build_task_image(task: Task, log_path: Path, sentinel: Path) -> None:
-    """Build the image of one task from its environment/ directory."""
+def build_task_image(task: Task, log_path: Path, sentinel: Path, base_sentinel: Path | None = None) -> None:
+    """Build the image of one task from its environment/ directory, FROM the base its sentinel records."""
     client = docker_client()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    if base_sentinel is not None:
+        pin_parents(client, [base_sentinel])
     if image_id(client, task.base_image) is None:
         raise ImageError(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"

@@ -191,7 +191,7 @@ def rescore(task: Task, verifier_out: Path) -> tuple[float, list[str]]:
     tests = task.path / "tests"
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-rescore.") as tmp:
         reward, report = Path(tmp) / "reward.txt", Path(tmp) / "report.json"
-        cmd = [sys.executable, str(tests / "junit_compare.py"), "--xml", str(xml)]
+        cmd = [sys.executable, str(tests / "junit_compare.py"), "--xml", str(xml), *task.scorer_args]
         cmd += [
             "--expected",
             str(tests / "expected_tests.json"),

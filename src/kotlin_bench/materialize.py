@@ -28,6 +28,10 @@ They come from one of two sources:
     ``tests/.expected_tests_missing`` is written (and a stale ``tests/expected_tests.json`` removed), and
     the task cannot be run.
 
+A task whose warm-up applies a patch (``warmup_patch`` in the specification) also gets
+``environment/warmup.patch``: the published file it names, or, from upstream, the listed paths of the
+pull request's diff (the published file is exactly that part of the test patch).
+
 Every file is written atomically, and ``<task>/.materialized.json`` records the source, the commit, each
 file's sha256 and whether the published digests were verified. Materializing one task writes only inside
 that task's directory.
@@ -62,6 +66,7 @@ TASK_FILES: Mapping[str, str] = {
     "test.patch": "tests/test.patch",
     "instruction.md": "instruction.md",
     "expected_tests.json": "tests/expected_tests.json",
+    "warmup.patch": names.WARMUP_PATCH,  # tasks whose warm-up applies a patch (TaskSpec.warmup_patch)
 }
 INSTRUCTION_HEADER = "# Implement the issue(s) in {owner}/{repo}:"
 
@@ -242,11 +247,16 @@ class PublishedReader:
             self.commit = proc.stdout.decode().strip()
 
     def path_of(self, task_id: str, name: str) -> str:
+        return self.task_path(task_id, TASK_FILES[name])
+
+    def task_path(self, task_id: str, rel: str) -> str:
         sub = self.source.tasks_subdir.strip("/")
-        return "/".join(p for p in (sub, task_id, TASK_FILES[name]) if p)
+        return "/".join(p for p in (sub, task_id, rel) if p)
 
     def read(self, task_id: str, name: str) -> bytes | None:
-        rel = self.path_of(task_id, name)
+        return self.read_path(self.path_of(task_id, name))
+
+    def read_path(self, rel: str) -> bytes | None:
         if not self.is_git:
             path = self.root / rel
             return path.read_bytes() if path.is_file() else None
@@ -270,6 +280,14 @@ def materialize_published(task: TaskSpec, task_dir: Path, reader: PublishedReade
                 f"{task.id}: {name}: sha256 {digest} does not match the published {expected}"
             )
         contents[name] = data
+    if task.warmup_patch is not None:
+        rel = reader.task_path(task.id, task.warmup_patch.published_file)
+        data = reader.read_path(rel)
+        if data is None:
+            result.problems.append(f"{task.id}: warmup.patch: missing ({rel} in {where})")
+        else:
+            contents["warmup.patch"] = data
+            result.notes.append(f"{task.id}: warmup.patch from {rel} (no published digest to check)")
     if result.problems:
         return result
     result.verified = True if task.published_sha256 else None
@@ -354,11 +372,26 @@ def upstream_patches(task: TaskSpec, repo: Path) -> tuple[bytes, bytes, str, lis
     if not fix_paths:
         raise MaterializeError(f"{task.id}: fix.patch: every file of the diff {span} matches the test_paths")
 
-    def diff(paths: list[str]) -> bytes:
-        args = ["--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary"]
-        return git([*args, span, "--", *paths], cwd=repo).stdout
+    return upstream_diff(repo, span, fix_paths), upstream_diff(repo, span, test_paths), head, notes
 
-    return diff(fix_paths), diff(test_paths), head, notes
+
+def upstream_diff(repo: Path, span: str, paths: Sequence[str]) -> bytes:
+    """The pull request's diff restricted to `paths` (literal)."""
+    args = ["--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary"]
+    return git([*args, span, "--", *paths], cwd=repo).stdout
+
+
+def upstream_warmup_patch(task: TaskSpec, repo: Path) -> bytes:
+    """The warm-up patch of a task that has one: its test patch restricted to the listed paths."""
+    assert task.warmup_patch is not None
+    data = upstream_diff(
+        repo, f"{task.base_commit}...refs/pull/{task.pr}/head", task.warmup_patch.test_patch_paths
+    )
+    if not data.strip():
+        raise MaterializeError(
+            f"{task.id}: warmup.patch: the pull request changes none of {list(task.warmup_patch.test_patch_paths)}"
+        )
+    return data
 
 
 def _default_fetch_json(url: str, headers: Mapping[str, str]) -> Any:
@@ -448,6 +481,8 @@ def materialize_upstream(
         fix, test, head, notes = upstream_patches(task, repo)
         result.notes += notes
         contents = {"fix.patch": fix, "test.patch": test}
+        if task.warmup_patch is not None:
+            contents["warmup.patch"] = upstream_warmup_patch(task, repo)
         override = source.instructions_dir / f"{task.id}.md" if source.instructions_dir else None
         if override is not None and override.is_file():
             contents["instruction.md"] = override.read_bytes()

@@ -65,6 +65,11 @@ def task_sentinel(task_id: str, results: str = RESULTS) -> str:
     return f"{results}/images/task/{task_id}.json"
 
 
+def is_image_sentinel(path: str) -> bool:
+    """Whether a rule input is an image sentinel (a base or task image the job builds FROM)."""
+    return path.startswith(f"{RESULTS}/images/") and path.endswith(".json")
+
+
 def runs_root(results: str = RESULTS) -> str:
     return f"{results}/runs"
 
@@ -159,8 +164,11 @@ EXPECTED_TESTS = "tests/expected_tests.json"
 INSTRUCTION = "instruction.md"
 FIX_PATCH = "solution/fix.patch"
 TEST_PATCH = "tests/test.patch"
+WARMUP_PATCH = "environment/warmup.patch"  # for tasks whose warm-up applies a patch
 # Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
-MATERIALIZED = frozenset({FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP})
+MATERIALIZED = frozenset(
+    {FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP, WARMUP_PATCH}
+)
 
 
 def stamp(tasks_dir: str, task_id: str) -> str:

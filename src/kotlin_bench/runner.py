@@ -26,6 +26,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +53,26 @@ DIFF_TIMEOUT = 600.0
 
 class RunError(RuntimeError):
     """The harness or the engine failed; the run has no valid result."""
+
+
+class TestPatchMode(StrEnum):
+    """How the hidden test patch meets the agent's work (config `verifier.test_patch`)."""
+
+    RESTORE = "restore"  # the published behaviour: touched paths restored to the committed version first
+    STRICT = "strict"  # applied over the agent's work; an agent that edited such a file scores 0
+
+
+@dataclass(frozen=True)
+class VerifierOptions:
+    test_patch: TestPatchMode = TestPatchMode.RESTORE
+
+    @classmethod
+    def from_config(cls, raw: dict[str, Any] | None) -> VerifierOptions:
+        return cls(TestPatchMode((raw or {}).get("test_patch", TestPatchMode.RESTORE)))
+
+    def env(self) -> dict[str, str]:
+        """What test.sh reads."""
+        return {"KOTLIN_BENCH_TEST_PATCH": self.test_patch.value}
 
 
 def workdir_tag(workdir: Path | None = None) -> str:
@@ -140,7 +162,9 @@ def _first_reason(report: dict[str, Any]) -> str:
     return str(reasons[0]).split(":", 1)[0]
 
 
-def _verify(container: Container, task: Task, run_dir: Path, result: RunResult, key: str) -> None:
+def _verify(
+    container: Container, task: Task, run_dir: Path, result: RunResult, key: str, options: VerifierOptions
+) -> None:
     containers.copy_dir_in(container, task.path / "tests", names.CONTAINER_TESTS)
     phase = task.verifier
     since = time.time()
@@ -151,7 +175,7 @@ def _verify(container: Container, task: Task, run_dir: Path, result: RunResult, 
             phase.timeout_sec,
             run_dir / names.VERIFIER_LOG,
             workdir=task.repo_dir,
-            env=net.env,
+            env={**net.env, **options.env()},
         )
     result.timings["verifier_sec"] = round(verifier.seconds, 2)
     if not containers.copy_dir_out(container, names.CONTAINER_VERIFIER_LOGS, run_dir):
@@ -180,11 +204,16 @@ def _verify(container: Container, task: Task, run_dir: Path, result: RunResult, 
 
 
 def run(
-    task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_id: str | None = None
+    task: Task,
+    agent: Agent,
+    attempt: int,
+    run_dir: Path,
+    expected_image_id: str | None = None,
+    options: VerifierOptions | None = None,
 ) -> RunResult:
     """Evaluate one (task, agent, attempt); returns the result that has been written to result.json."""
     with _exclusive(run_dir):
-        return _run(task, agent, attempt, run_dir, expected_image_id)
+        return _run(task, agent, attempt, run_dir, expected_image_id, options or VerifierOptions())
 
 
 def new_result(task: Task, agent: Agent, attempt: int) -> RunResult:
@@ -196,7 +225,14 @@ def new_result(task: Task, agent: Agent, attempt: int) -> RunResult:
     return result
 
 
-def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_id: str | None) -> RunResult:
+def _run(
+    task: Task,
+    agent: Agent,
+    attempt: int,
+    run_dir: Path,
+    expected_image_id: str | None,
+    options: VerifierOptions,
+) -> RunResult:
     if not task.has_expected_tests:
         raise RunError(f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored")
     client = docker_client()
@@ -249,7 +285,7 @@ def _run(task: Task, agent: Agent, attempt: int, run_dir: Path, expected_image_i
         )
         try:
             if _apply_diff(container, task, run_dir / names.AGENT_DIFF, run_dir / names.VERIFIER_LOG):
-                _verify(container, task, run_dir, result, key)
+                _verify(container, task, run_dir, result, key, options)
             else:
                 result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED)
         finally:

@@ -80,6 +80,13 @@ class Task:
     verifier: Phase
     agent: Phase
     environment: Environment
+    strip_test_name_suffixes: tuple[str, ...] = ()  # the scorer's --strip-name-suffix options
+    warmup_patch: str | None = None  # a materialized file the image build needs (environment/warmup.patch)
+
+    @property
+    def scorer_args(self) -> list[str]:
+        """Options of the task's junit_compare.py (the same test.sh passes from tests/task.env)."""
+        return [arg for suffix in self.strip_test_name_suffixes for arg in ("--strip-name-suffix", suffix)]
 
     @property
     def repo_key(self) -> str:
@@ -213,6 +220,8 @@ def load_task(path: Path, *, require_materialized: bool = True) -> Task:
             memory_mb=env.int("memory_mb"),
             network_mode=env.mode(),
         ),
+        strip_test_name_suffixes=kb.str_list("strip_test_name_suffixes"),
+        warmup_patch=kb.data.get("warmup_patch"),
     )
     _check_files(task, require_materialized)
     return task

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -186,7 +186,7 @@ class _Phase:
     record: PhaseRecord | None
 
 
-def _load_phase(label: str, directory: Path) -> _Phase:
+def _load_phase(label: str, directory: Path, suffixes: Sequence[str]) -> _Phase:
     try:
         record = PhaseRecord.read(directory / names.PHASE_FILE)
     except ValidationError as exc:
@@ -196,7 +196,7 @@ def _load_phase(label: str, directory: Path) -> _Phase:
     if record.problem:
         return _Phase(label, directory, None, f"{label}: {record.problem}", record)
     try:
-        junit = jc.parse_junit_file(directory / names.PHASE_OUT / names.JUNIT_XML)
+        junit = jc.parse_junit_file(directory / names.PHASE_OUT / names.JUNIT_XML, suffixes=suffixes)
     except jc.VerifierInputError as exc:
         return _Phase(label, directory, None, f"{label}: {exc.reason}", record)
     return _Phase(label, directory, junit.statuses, None, record)
@@ -346,14 +346,18 @@ def _notes(verdict: TaskValidation, derived: dict[str, Any] | None) -> list[str]
 
 
 def derive(
-    task_id: str, phase_dirs: Mapping[str, Path], expected_path: Path | None = None
+    task_id: str,
+    phase_dirs: Mapping[str, Path],
+    expected_path: Path | None = None,
+    suffixes: Sequence[str] = (),
 ) -> tuple[TaskValidation, dict[str, Any] | None]:
     """The verdict of a task from its phase directories (label -> directory), and the derived
-    expected_tests.json (None when run, test or fix has nothing to derive from)."""
+    expected_tests.json (None when run, test or fix has nothing to derive from). `suffixes` are the
+    test-name suffixes the task's scorer strips (`Task.strip_test_name_suffixes`), as the verifier does."""
     missing = [str(kind) for kind in PhaseKind if kind not in phase_dirs]
     if missing:
         raise ValueError(f"{task_id}: phases {missing} are missing")
-    phases = {label: _load_phase(label, Path(d)) for label, d in phase_dirs.items()}
+    phases = {label: _load_phase(label, Path(d), suffixes) for label, d in phase_dirs.items()}
     verdict = TaskValidation(task_id, valid=False, phases={lb: _phase_summary(p) for lb, p in phases.items()})
     verdict.reasons = [p.reason for p in phases.values() if p.reason]
     verdict.reasons += [

@@ -11,5 +11,7 @@ root = Path(sm.params.root)
 with logged(sm.log[0]):
     image = names.image(sm.wildcards.repo_key, sm.wildcards.tag)
     entry = next(e for e in parse_manifest(root / sm.params.manifest) if e.image == image)
-    build_base(entry, root, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]), sm.params.timeout)
+    parents = [Path(p) for p in sm.input if names.is_image_sentinel(str(p))]
+    log = Path(sm.log[0]).with_suffix(".build.log")
+    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents)
     print(f"built {image}")

@@ -9,5 +9,6 @@ from kotlin_bench.tasks import load_task
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    build_task_image(task, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]))
+    base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag)
+    build_task_image(task, Path(sm.log[0]).with_suffix(".build.log"), Path(sm.output[0]), base_sentinel)
     print(f"built {task.image}")

@@ -34,7 +34,8 @@ with logged(sm.log[0]):
             tries.unlink(missing_ok=True)
         try:
             image = read_sentinel(Path(sm.input[0]))["id"]
-            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image)
+            options = runner.VerifierOptions.from_config(sm.params.verifier)
+            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image, options=options)
         except Exception as exc:
             line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
             print(line)

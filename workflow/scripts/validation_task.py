@@ -4,13 +4,15 @@ from pathlib import Path
 
 from kotlin_bench import names, validation
 from kotlin_bench.smk import logged
+from kotlin_bench.tasks import load_task
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     verdict_path = Path(sm.output[0])
     phases = {Path(p).parent.name: Path(p).parent for p in sm.input.phases}
+    task = load_task(Path(sm.params.task_dir), require_materialized=False)
     verdict, derived = validation.derive(
-        sm.wildcards.task, phases, Path(sm.params.task_dir) / names.EXPECTED_TESTS
+        task.id, phases, task.path / names.EXPECTED_TESTS, task.strip_test_name_suffixes
     )
     validation.write_derivation(
         verdict, derived, verdict_path, verdict_path.with_name(names.DERIVED_EXPECTED)

@@ -3,7 +3,7 @@
 {{android_stage}}FROM {{jdk_image}}
 
 ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update \
+{{env}}RUN apt-get update \
  && apt-get install -y --no-install-recommends \
 {{apt_packages}} \
  && rm -rf /var/lib/apt/lists/*

@@ -13,6 +13,12 @@
 # processes killed after the test command are listed in leftover_processes.txt. The killing uses bash
 # builtins only, and the whole script is parsed before it runs (main below), so changed files on disk
 # cannot change what it does. VERIFIER_STOP_LEFTOVERS=0 turns this off, =1 forces it on.
+#
+# The hidden test patch meets the agent's work as in the published benchmark: every path the patch
+# touches (the `diff --git a/<old> b/<new>` headers) is first restored to the committed version, or
+# removed where the patch creates it, then the patch is applied. KOTLIN_BENCH_TEST_PATCH=strict applies
+# it over the agent's work without restoring (an agent that edited such a file then scores 0).
+# tests/task.env may export the test command's environment and set SCORER_ARGS for junit_compare.py.
 set -u
 
 LOGS=${VERIFIER_LOGS_DIR:-/logs/verifier}
@@ -125,8 +131,39 @@ stop_leftovers() {
     done
 }
 
+# The paths of the `diff --git a/<old> b/<new>` headers of the test patch, each restored from HEAD to the
+# work tree, or removed (and dropped from the index) where HEAD lacks it: the patch then meets the
+# committed files whatever the agent did to them. Runs before the test command: programs on disk are
+# still the image's.
+restore_test_patch_paths() {
+    local line rest old new path
+    local -a paths=()
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in
+            "diff --git a/"*)
+                rest=${line#diff --git a/}
+                old=${rest%% b/*}
+                new=${rest#* b/}
+                paths+=("$old")
+                [ "$new" != "$old" ] && paths+=("$new")
+                ;;
+        esac
+    done <"$TESTS/test.patch"
+    for path in "${paths[@]}"; do
+        if git cat-file -e "HEAD:$path" 2>/dev/null; then
+            git --literal-pathspecs restore --source=HEAD --worktree -- "$path" 2>/dev/null \
+                || give_up "test_patch_failed: cannot restore $path from HEAD"
+        else
+            git --literal-pathspecs rm -q --cached -f --ignore-unmatch -- "$path" >/dev/null 2>&1
+            rm -f -- "$path" || give_up "test_patch_failed: cannot remove $path, which the test patch creates"
+        fi
+    done
+    step "   restored ${#paths[@]} path(s) the test patch touches to the committed version"
+}
+
 main() {
     local status stale
+    SCORER_ARGS=()
 
     step "1. resetting $LOGS (reward 0)"
     mkdir -p "$LOGS"
@@ -163,6 +200,11 @@ main() {
 
     step "3. applying $TESTS/test.patch"
     [ -f "$TESTS/test.patch" ] || give_up "test_patch_failed: $TESTS/test.patch is missing"
+    if [ "${KOTLIN_BENCH_TEST_PATCH:-restore}" = strict ]; then
+        step "   strict: applied over the agent's work, nothing restored"
+    else
+        restore_test_patch_paths
+    fi
     if ! git apply --whitespace=nowarn "$TESTS/test.patch"; then
         give_up "test_patch_failed: git apply did not apply $TESTS/test.patch"
     fi
@@ -196,7 +238,7 @@ main() {
 
     step "7. comparing with $TESTS/expected_tests.json"
     python3 "$TESTS/junit_compare.py" --xml "$LOGS/junit.xml" --expected "$TESTS/expected_tests.json" \
-        --reward "$LOGS/reward.txt" --report "$LOGS/report.json"
+        --reward "$LOGS/reward.txt" --report "$LOGS/report.json" "${SCORER_ARGS[@]}"
     # Again: nothing the collector or the comparison started may outlive this script.
     if [ "$STOP" = 1 ] && ! stop_leftovers "$LOGS/leftover_processes.txt"; then
         give_up "leftover_processes: processes survive $MAX_KILL_ROUNDS rounds of kill"

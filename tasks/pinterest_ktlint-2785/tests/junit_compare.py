@@ -50,6 +50,8 @@ MAX_MISSING_LISTED = 50
 MAX_IDS_PER_REASON = 10
 
 PARAMETERIZED_RE = re.compile(r"\[[^\]]+\]")
+COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+BOM = "\ufeff"
 HASH_SUFFIX_RE = re.compile(r"@[0-9a-fA-F]+$")
 UNNAMED = "<unnamed>"
 
@@ -75,12 +77,24 @@ def strip_hash(part: str | None) -> str:
     return HASH_SUFFIX_RE.sub("", (part or "").strip())
 
 
-def make_test_id(classname: str | None, name: str | None) -> str | None:
-    """``<classname>.<name>``; None for a parameterized invocation (ignored)."""
-    if is_parameterized(classname) or is_parameterized(name):
+def strip_suffix(part: str | None, suffixes: Sequence[str]) -> str | None:
+    """``part`` without one trailing suffix of ``suffixes`` (Kotlin Multiplatform names a test of the JVM
+    target ``test[jvm]`` or ``test[desktop]``)."""
+    if part is None:
+        return None
+    for suffix in suffixes:
+        if part.endswith(suffix):
+            return part[: -len(suffix)]
+    return part
+
+
+def make_test_id(classname: str | None, name: str | None, suffixes: Sequence[str] = ()) -> str | None:
+    """``<classname>.<name>``; None for a parameterized invocation (ignored). With ``suffixes``, a target
+    suffix is not a parameter: it is taken off the name (the classname keeps it)."""
+    if is_parameterized(strip_suffix(classname, suffixes)) or is_parameterized(strip_suffix(name, suffixes)):
         return None
     cls = strip_hash(classname)
-    method = strip_hash(name) or UNNAMED
+    method = strip_suffix(strip_hash(name), suffixes) or UNNAMED
     return f"{cls}.{method}" if cls else method
 
 
@@ -110,15 +124,28 @@ class JUnitResults:
     ignored: int = 0
 
 
-class _TestCaseTarget:
-    """ElementTree parser target: collects testcase statuses, keeps no text, rejects DOCTYPE."""
+@dataclass
+class _Case:
+    depth: int
+    attrs: dict[str, str]
+    skipped: bool = False
+    failed: bool = False
 
-    def __init__(self) -> None:
+    @property
+    def status(self) -> str:
+        """A skipped child makes the test SKIP even beside a failure (as the published scorer has it)."""
+        return SKIP if self.skipped else FAIL if self.failed else PASS
+
+
+class _TestCaseTarget:
+    """ElementTree parser target: collects the status of every testcase (nested ones too), keeps no
+    text, rejects DOCTYPE."""
+
+    def __init__(self, suffixes: Sequence[str] = ()) -> None:
         self.results = JUnitResults()
+        self._suffixes = tuple(suffixes)
         self._depth = 0
-        self._case_depth = -1
-        self._case_attrs: dict[str, str] = {}
-        self._case_status = PASS
+        self._cases: list[_Case] = []
 
     def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
         raise VerifierInputError("xml_rejected", f"DOCTYPE/ENTITY declarations are not allowed ({name!r})")
@@ -126,16 +153,21 @@ class _TestCaseTarget:
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         self._depth += 1
         local = _local_name(tag)
-        if self._case_depth < 0 and local == "testcase":
-            self._case_depth = self._depth
-            self._case_attrs = dict(attrib)
-            self._case_status = PASS
-        elif self._case_depth >= 0 and self._depth == self._case_depth + 1:
-            self._case_status = worst(self._case_status, _child_status(local))
+        if self._cases and self._depth == self._cases[-1].depth + 1:
+            case = self._cases[-1]
+            case.skipped = case.skipped or local == "skipped"
+            case.failed = case.failed or local in ("failure", "error")
+        if local == "testcase":
+            self._cases.append(_Case(self._depth, dict(attrib)))
 
     def end(self, tag: str) -> None:
-        if self._depth == self._case_depth:
-            self._finish_case()
+        if self._cases and self._depth == self._cases[-1].depth:
+            case = self._cases.pop()
+            test_id = make_test_id(case.attrs.get("classname"), case.attrs.get("name"), self._suffixes)
+            if test_id is None:
+                self.results.ignored += 1
+            else:
+                record(self.results.statuses, test_id, case.status)
         self._depth -= 1
 
     def data(self, data: str) -> None:
@@ -144,64 +176,60 @@ class _TestCaseTarget:
     def close(self) -> JUnitResults:
         return self.results
 
-    def _finish_case(self) -> None:
-        self._case_depth = -1
-        test_id = make_test_id(self._case_attrs.get("classname"), self._case_attrs.get("name"))
-        if test_id is None:
-            self.results.ignored += 1
-        else:
-            record(self.results.statuses, test_id, self._case_status)
 
+def parse_junit_file(
+    path: Path, max_bytes: int = MAX_XML_BYTES, suffixes: Sequence[str] = ()
+) -> JUnitResults:
+    """Parse a (merged) JUnit XML file; raises VerifierInputError on anything untrustworthy.
 
-def _child_status(local: str) -> str:
-    if local in ("failure", "error"):
-        return FAIL
-    if local == "skipped":
-        return SKIP
-    return PASS
-
-
-def parse_junit_file(path: Path, max_bytes: int = MAX_XML_BYTES) -> JUnitResults:
-    """Parse a (merged) JUnit XML file; raises VerifierInputError on anything untrustworthy."""
+    As the published scorer does, bytes that are not UTF-8 are replaced (U+FFFD), and a document that
+    does not parse is parsed once more without its comments (a comment holding ``--`` is not XML)."""
     try:
         size = path.stat().st_size
         if size > max_bytes:
             raise VerifierInputError("xml_rejected", f"{size} bytes exceeds the cap of {max_bytes}")
-        return _parse_stream(path, max_bytes)
+        try:
+            return _parse_stream(path, max_bytes, suffixes)
+        except ET.ParseError:
+            text = path.read_bytes()[:max_bytes].decode("utf-8", errors="replace")
+            return _parse_text(COMMENT_RE.sub("", text), suffixes)
     except VerifierInputError:
         raise
-    except (OSError, ET.ParseError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ET.ParseError, ValueError) as exc:
         raise VerifierInputError("xml_unreadable", f"{type(exc).__name__}: {exc}") from exc
 
 
-def _parse_stream(path: Path, max_bytes: int) -> JUnitResults:
-    target = _TestCaseTarget()
-    parser = ET.XMLParser(target=target)
-    utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+def _parse_stream(path: Path, max_bytes: int, suffixes: Sequence[str]) -> JUnitResults:
+    parser = ET.XMLParser(target=_TestCaseTarget(suffixes))
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
     total = 0
     with path.open("rb") as stream:
         while chunk := stream.read(READ_CHUNK):
             total += len(chunk)
             if total > max_bytes:
                 raise VerifierInputError("xml_rejected", f"more than {max_bytes} bytes")
-            utf8.decode(chunk)
-            parser.feed(chunk)
-    utf8.decode(b"", True)
+            parser.feed(utf8.decode(chunk).lstrip(BOM) if total == len(chunk) else utf8.decode(chunk))
+    parser.feed(utf8.decode(b"", True))
     return parser.close()
 
 
-def parse_junit_text(text: str | bytes) -> JUnitResults:
+def _parse_text(text: str, suffixes: Sequence[str]) -> JUnitResults:
+    parser = ET.XMLParser(target=_TestCaseTarget(suffixes))
+    parser.feed(text.lstrip(BOM))
+    return parser.close()
+
+
+def parse_junit_text(text: str | bytes, suffixes: Sequence[str] = ()) -> JUnitResults:
     """Parse JUnit XML held in memory (same rules as parse_junit_file)."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    target = _TestCaseTarget()
-    parser = ET.XMLParser(target=target)
+    decoded = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
     try:
-        data.decode("utf-8")
-        parser.feed(data)
-        return parser.close()
+        try:
+            return _parse_text(decoded, suffixes)
+        except ET.ParseError:
+            return _parse_text(COMMENT_RE.sub("", decoded), suffixes)
     except VerifierInputError:
         raise
-    except (ET.ParseError, UnicodeDecodeError, ValueError) as exc:
+    except (ET.ParseError, ValueError) as exc:
         raise VerifierInputError("xml_unreadable", f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -374,7 +402,9 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def build_report(xml: Path | None, expected_path: Path, abort: str | None) -> tuple[dict[str, Any], int]:
+def build_report(
+    xml: Path | None, expected_path: Path, abort: str | None, suffixes: Sequence[str] = ()
+) -> tuple[dict[str, Any], int]:
     """The report, and how many parameterized test cases were ignored."""
     reasons: list[str] = [abort] if abort else []
     expected: Expected | None = None
@@ -385,7 +415,7 @@ def build_report(xml: Path | None, expected_path: Path, abort: str | None) -> tu
         reasons.append(exc.reason)
     if not abort and xml is not None:
         try:
-            junit = parse_junit_file(xml)
+            junit = parse_junit_file(xml, suffixes=suffixes)
         except VerifierInputError as exc:
             reasons.append(exc.reason)
     if reasons or expected is None:
@@ -416,6 +446,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--reward", type=Path, required=True, help="reward file to write (0 or 1)")
     parser.add_argument("--report", type=Path, help="report JSON to write")
     parser.add_argument("--abort", metavar="REASON", help="record REASON and score 0 without reading XML")
+    parser.add_argument(
+        "--strip-name-suffix",
+        action="append",
+        default=[],
+        metavar="SUFFIX",
+        help="a test-name suffix that names a target, not a parameter (e.g. [jvm]); taken off the name",
+    )
     args = parser.parse_args(argv)
     if args.xml is None and args.abort is None:
         parser.error("--xml is required unless --abort is given")
@@ -437,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     write_atomic(args.reward, "0\n")
     try:
-        report, ignored = build_report(args.xml, args.expected, args.abort)
+        report, ignored = build_report(args.xml, args.expected, args.abort, args.strip_name_suffix)
     except Exception as exc:  # fail closed on anything unforeseen
         report, ignored = failed_report([f"internal_error: {type(exc).__name__}: {exc}"], None, {}), 0
     say(summary(report, ignored))
