@@ -44,9 +44,11 @@ def example_tasks() -> list[str]:
 def take_out(root: Path, task_id: str) -> None:
     """Remove a task from a copy: its spec entry, its task directory and its expected list."""
     spec = root / SPEC
-    data = json.loads(spec.read_text())
-    data["tasks"] = [t for t in data["tasks"] if t["id"] != task_id]
-    spec.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    text = spec.read_text()
+    start, end = text.index(f',\n    {{\n      "id": "{task_id}"'), text.rindex("\n  ]\n}")
+    assert json.loads(text)["tasks"][-1]["id"] == task_id  # the last entry, as add-task appends
+    spec.write_text(text[:start] + text[end:])
+    assert task_id not in spec.read_text()
     shutil.rmtree(root / "examples/tasks" / task_id)
     (root / "examples/expected" / f"{task_id}.json").unlink()
 
@@ -164,9 +166,16 @@ def test_a_pull_request_without_test_files(bare: Workspace) -> None:
 
 
 def _readme_patch() -> str:
+    """A pull request of calc that changes its README only."""
+    tree = REPO / "examples/bases/calc/upstream/tree"
+    lines = (tree / "README.md").read_text().splitlines()
+    at = lines.index("Run the tests with `ktest .`.")
+    context = lines[at - 3 : at]
+    hunk = [f" {line}" for line in context] + ["-" + lines[at], "+Run all tests with `ktest .`."]
+    header = f"@@ -{at - 2},4 +{at - 2},4 @@"
     return (
-        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -5 +5 @@\n"
-        "-Run the tests with `ktest .`.\n+Run all tests with `ktest .`.\n"
+        "\n".join(["diff --git a/README.md b/README.md", "--- a/README.md", "+++ b/README.md", header, *hunk])
+        + "\n"
     )
 
 
