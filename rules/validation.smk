@@ -1,6 +1,9 @@
 # Three-phase validation (kotlin_bench.validation): run, test, fix (and fix-<k> repetitions) per task, each
 # in a fresh container from the task image; the task's verdict and derived lists; the summary.
+from kotlin_bench.dag import drop_stale_validation
 from kotlin_bench.validation import PHASE_LABEL
+
+drop_stale_validation(PLAN)
 
 
 rule validation_phase:

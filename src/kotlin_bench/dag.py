@@ -193,7 +193,7 @@ class Plan:
         ]
 
 
-def drop_stale_summary(summary: Path, expected: list[str]) -> list[str]:
+def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
     """Remove the summary when one of its expected results is missing; return the missing ones.
 
     Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
@@ -204,10 +204,18 @@ def drop_stale_summary(summary: Path, expected: list[str]) -> list[str]:
     missing = [p for p in expected if not Path(p).exists()]
     if missing and summary.exists():
         summary.unlink()
-        print(
-            f"kotlin-bench: {len(missing)} run result(s) missing; {summary} will be rebuilt", file=sys.stderr
-        )
+        print(f"kotlin-bench: {len(missing)} {what} missing; {summary} will be rebuilt", file=sys.stderr)
     return missing
+
+
+def drop_stale_validation(plan: Plan) -> None:
+    """drop_stale_summary for the validation: a task's verdict that lacks some of its phase records, and
+    the validation summary that lacks some verdicts, are removed, so that exactly the missing phases run
+    again and everything made from them is rebuilt."""
+    for task_id in plan.tasks:
+        verdict = Path(names.validation_verdict(task_id))
+        drop_stale_summary(verdict, plan.validation_phases(task_id), "validation phase record(s)")
+    drop_stale_summary(Path(names.VALIDATION_SUMMARY_CSV), plan.validation_verdicts(), "task verdict(s)")
 
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
