@@ -48,5 +48,26 @@ def materialize_inputs(wildcards):
     return PLAN.materialize_inputs(wildcards.task)
 
 
+def run_resource(name):
+    """One figure of a run's request (threads, mem_mb, runtime, disk_mb), from its task."""
+    return lambda wildcards: getattr(PLAN.run_resources(wildcards.task), name)
+
+
+def task_image_resource(name):
+    return lambda wildcards: getattr(PLAN.task_image_resources(wildcards.task), name)
+
+
 def all_results(wildcards):
     return PLAN.results()
+
+
+def sanity_runs(wildcards):
+    return PLAN.sanity_results()
+
+
+def network_checks(wildcards):
+    return PLAN.network_checks()
+
+
+def network_check_inputs(wildcards):
+    return PLAN.network_check_inputs(wildcards.task)

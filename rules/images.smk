@@ -7,12 +7,16 @@ rule base_image:
         names.log("images", "base", "{repo_key}", "{tag}"),
     conda:
         "../environment.yml"
+    threads: PLAN.base_image_resources().threads
     resources:
         docker=1,
+        mem_mb=PLAN.base_image_resources().mem_mb,
+        runtime=PLAN.base_image_resources().runtime,
+        disk_mb=PLAN.base_image_resources().disk_mb,
     params:
         root=workflow.basedir,
         manifest=config["bases_manifest"],
-        timeout=config.get("base_build_timeout_sec", 3600),
+        timeout=PLAN.base_build_timeout_sec,
     script:
         "../workflow/scripts/build_base_image.py"
 
@@ -26,8 +30,12 @@ rule task_image:
         names.log("images", "task", "{task}"),
     conda:
         "../environment.yml"
+    threads: task_image_resource("threads")
     resources:
         docker=1,
+        mem_mb=task_image_resource("mem_mb"),
+        runtime=task_image_resource("runtime"),
+        disk_mb=task_image_resource("disk_mb"),
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
     script:

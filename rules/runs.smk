@@ -2,7 +2,7 @@ rule run:
     input:
         run_inputs,
         # a script agent's script: editing it reruns that agent's runs
-        agent_script=lambda wildcards: PLAN.agents[wildcards.agent].script or [],
+        agent_script=lambda wildcards: PLAN.agent(wildcards.agent).script or [],
     output:
         names.run_result("{agent}", "{task}", "{attempt}"),
     log:
@@ -10,8 +10,13 @@ rule run:
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
+    # sized from the task (kotlin_bench.resources; README "Running on a cluster")
+    threads: run_resource("threads")
     resources:
         docker=1,
+        mem_mb=run_resource("mem_mb"),
+        runtime=run_resource("runtime"),
+        disk_mb=run_resource("disk_mb"),
         # the try number, for the script to record an error on the last one (scripts see no `attempt`)
         tries=lambda wildcards, attempt: attempt,
     params:
@@ -22,5 +27,7 @@ rule run:
         ),
         retries=config.get("retries", 1),
         verifier=config.get("verifier", {}),
+        # the capture's limits (kotlin_bench.handoff.Limits; defaults for keys not set)
+        capture=config.get("capture", {}),
     script:
         "../workflow/scripts/run_task.py"

@@ -18,8 +18,13 @@ rule validation_phase:
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
+    # one test command in a container from the task image: sized like a run (kotlin_bench.resources)
+    threads: run_resource("threads")
     resources:
         docker=1,
+        mem_mb=run_resource("mem_mb"),
+        runtime=run_resource("runtime"),
+        disk_mb=run_resource("disk_mb"),
         tries=lambda wildcards, attempt: attempt,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),

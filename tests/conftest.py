@@ -116,3 +116,47 @@ def docker_engine() -> None:
         if os.environ.get("CI"):
             pytest.fail("no Docker engine: CI must start one (scripts/setup_docker.sh)")
         pytest.skip("no Docker engine (run scripts/setup_docker.sh)")
+
+
+REGISTRY = os.environ.get("KOTLIN_BENCH_REGISTRY", "127.0.0.1:5000")
+
+
+def _service_missing(what: str, setup: str) -> None:
+    """Skip where a service is absent; under CI, .ci/run was to set it up, so its absence fails."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}: CI must set it up ({setup}, called by .ci/run)")
+    pytest.skip(f"{what} (run {setup})")
+
+
+@pytest.fixture(scope="session")
+def registry_service(docker_engine: None) -> str:
+    """A container registry on loopback (`KOTLIN_BENCH_REGISTRY`, default 127.0.0.1:5000): its host:port."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=5) as answer:
+            ok = answer.status == 200
+    except OSError:
+        ok = False
+    if not ok:
+        _service_missing(f"no container registry answers on {REGISTRY}", "scripts/setup_registry.sh")
+    return REGISTRY
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(docker_engine: None) -> None:
+    """A Slurm cluster whose accounting answers (the executor's status source), and the executor plugin."""
+    try:
+        idle = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+        accounting = subprocess.run(["sacct", "-n", "-X", "-j", "1"], capture_output=True, timeout=20)
+        ready = idle.returncode == 0 and idle.stdout.strip() != "" and accounting.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ready = False
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        ready = False
+    if not ready:
+        _service_missing(
+            "no Slurm cluster with accounting and snakemake-executor-plugin-slurm", "scripts/setup_slurm.sh"
+        )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kotlin_bench.cli import main
+from kotlin_bench.registry import Registry
 from kotlin_bench.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -301,11 +302,15 @@ def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.
             "logs_dir": Path("logs"),
             "only": ["acme_widgets"],
             "rebuild": True,
+            "registry": None,
         }
     ]
     calls.clear()
     assert main(["build-bases"]) == 0
     assert calls[0]["only"] is None and calls[0]["rebuild"] is False
+    calls.clear()
+    assert main(["build-bases", "--registry", "127.0.0.1:5000/team"]) == 0
+    assert calls[0]["registry"] == Registry("127.0.0.1:5000/team")
 
 
 def test_build_bases_script_passes_options_through() -> None:

@@ -99,4 +99,5 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
         "reference": "oracle",
         "text": "REPRODUCED: 4/4 tasks agree",
         "comparison": str(out / "reproduce/oracle.csv"),
+        "kind": "tasks",
     }

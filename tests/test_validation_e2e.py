@@ -199,7 +199,7 @@ def validate_copy(ws: Workspace, task_dir: Path, monkeypatch: pytest.MonkeyPatch
     """run, test and fix of the copy in real containers from calc #3's image (built by the summary's
     workflow run), then the derivation."""
     monkeypatch.chdir(ws.root)  # the containers' run keys name this workspace
-    image = read_sentinel(ws.root / names.task_sentinel("examples_calc-4"))["id"]
+    image = read_sentinel(ws.root / names.task_sentinel("examples_calc-4")).id
     task = load_task(task_dir)
     phases = {}
     for label in phase_labels(0):

@@ -4,9 +4,10 @@ An agent is configured in config.yaml as `{name, kind, model?, predictions?}`; `
 Kinds:
 - `oracle`: copies the task's `solution/` to `/solution` and runs `solve.sh` (the gold patch);
 - `nop`: does nothing (the floor: every task must score 0);
-- `predictions`: applies the task's patch from a predictions file (see `kotlin_bench.predictions`); an empty
-  patch or one that does not apply is a result (reward 0, reason `empty_patch` / `patch_not_applied`),
-  and the verifier is skipped for it;
+- `predictions`: applies the task's patch from a predictions file (see `kotlin_bench.predictions`): as
+  given, then normalised, each with SWE-bench's appliers in order (`kotlin_bench.handoff.apply_patch`);
+  an empty patch or one that does not apply is a result (reward 0, reason `empty_patch` /
+  `patch_not_applied`, the last applier's message kept), and the verifier is skipped for it;
 - `harbor`: a Harbor agent (`harbor_agent: claude-code`, `model: ...`) run by the `harbor` CLI on the task
   image the workflow built (see `kotlin_bench.harbor`);
 - `script`: your own bash script (`script: path/to/agent.sh`, relative to the workflow directory), copied
@@ -19,28 +20,21 @@ Kinds:
 
 from __future__ import annotations
 
-import shlex
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kotlin_bench import containers, names
-from kotlin_bench.predictions import load_predictions
+from kotlin_bench import containers, handoff, names
+from kotlin_bench.predictions import load_predictions, patch_candidates
 from kotlin_bench.tasks import Task
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
 KINDS = ("oracle", "nop", "predictions", "harbor", "script")
-PATCH_DIR = names.CONTAINER_AGENT_PATCH_DIR
 SCRIPT_DIR = names.CONTAINER_AGENT_SCRIPT_DIR
-# git apply first; GNU patch with fuzz as the fallback SWE-bench users expect, where installed.
-APPLY_SCRIPT = (
-    "git apply --whitespace=nowarn {patch} && exit 0; "
-    "command -v patch >/dev/null && patch --batch --forward --fuzz=5 -p1 -i {patch} && exit 0; "
-    "echo 'kotlin-bench: the patch does not apply' >&2; exit 3"
-)
 
 
 @dataclass(frozen=True)
@@ -79,19 +73,26 @@ class Agent:
             model=entry.get("model"),
             predictions=entry.get("predictions"),
             harbor_agent=entry.get("harbor_agent"),
-            kwargs=tuple(sorted((str(k), str(v)) for k, v in (entry.get("kwargs") or {}).items())),
+            kwargs=tuple(sorted((str(k), _option(v)) for k, v in (entry.get("kwargs") or {}).items())),
             isolate_network=bool(entry.get("isolate_network", False)),
             script=entry.get("script"),
         )
 
 
+def _option(value: Any) -> str:
+    """A Harbor agent option as `--ak key=value` carries it: booleans as JSON (`true`), the rest as text."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What the agent phase did: its exec result, a reason when it ends the run early, the model seen."""
+    """What the agent phase did: its exec result, a reason when it ends the run early, the model seen,
+    and how a predicted patch was applied."""
 
     exec: containers.ExecResult
     skip_verifier_reason: str | None = None
     model: str | None = None
+    prediction: handoff.PatchApplied | None = None
 
 
 NOTHING = containers.ExecResult(exit_code=0, timed_out=False, seconds=0.0)
@@ -127,14 +128,12 @@ def _apply_prediction(
     if prediction is None or not prediction.patch.strip():
         log_path.write_text(f"predictions: no patch for {task.id}\n", encoding="utf-8")
         return Outcome(NOTHING, skip_verifier_reason="empty_patch", model=model)
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "prediction.patch").write_text(prediction.patch, encoding="utf-8")
-        containers.copy_dir_in(container, Path(tmp), PATCH_DIR)
-    script = APPLY_SCRIPT.format(patch=shlex.quote(f"{PATCH_DIR}/prediction.patch"))
-    wrapped = f"({script}); rc=$?; rm -rf {PATCH_DIR}; exit $rc"
-    result = containers.run(container, wrapped, timeout, log_path, task.repo_dir, env)
-    reason = None if result.exit_code == 0 else "patch_not_applied"
-    return Outcome(result, skip_verifier_reason=reason, model=model)
+    done, applied = handoff.apply_patch(
+        container, task, patch_candidates(prediction.patch), log_path, timeout
+    )
+    result = containers.ExecResult(done.exit_code, done.timed_out, done.seconds)
+    reason = None if applied.applier else "patch_not_applied"
+    return Outcome(result, skip_verifier_reason=reason, model=model, prediction=applied)
 
 
 def harness_paths(agent: Agent) -> tuple[str, ...]:

@@ -13,6 +13,10 @@ Subcommands:
   exit 1 on a behaviour-changing difference the specification does not list as intended.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
 - ``add-task``: add a pull request as a task, valid only once its validation passes (``kotlin_bench.add_task``).
+- ``reproduce``: compare one agent of a finished ``summary.csv`` with a reference (``leaderboard:<row>``,
+  ``oracle``, ``nop`` or a CSV), without Docker; prints the verdict and writes what the DAG writes.
+- ``leaderboard``: the published leaderboard's rows and their Harbor configurations (``--write`` generates
+  ``config/leaderboard/``, ``--check`` lists drift).
 
 Paths are relative to the working directory, which is expected to be the repository root.
 """
@@ -48,7 +52,7 @@ from kotlin_bench.materialize import (
 )
 from kotlin_bench.record import errored_results
 
-DEFAULT_SPEC = Path("dataset/kotlin-bench.json")
+DEFAULT_SPEC = Path(names.BENCHMARK_SPEC)
 DEFAULT_TASKS = Path("tasks")
 DEFAULT_MANIFEST = Path("bases/manifest")
 
@@ -361,6 +365,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 def cmd_build_bases(args: argparse.Namespace) -> int:
     from kotlin_bench.images import build_manifest_images
+    from kotlin_bench.registry import Registry
 
     build_manifest_images(
         manifest=args.manifest,
@@ -368,6 +373,7 @@ def cmd_build_bases(args: argparse.Namespace) -> int:
         logs_dir=args.logs_dir,
         only=args.only or None,
         rebuild=args.rebuild,
+        registry=Registry.from_config({"url": args.registry} if args.registry else None),
     )
     return 0
 
@@ -460,6 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logs-dir", type=Path, default=Path(names.LOGS), help="build logs go under <dir>/base/")
     p.add_argument("--only", action="append", default=[], metavar="REPO_KEY|IMAGE", help="build only these")
     p.add_argument("--rebuild", action="store_true", help="rebuild images that are present")
+    p.add_argument(
+        "--registry",
+        metavar="URL",
+        help="push each image built to host[:port][/namespace] (config registry.url)",
+    )
     p.set_defaults(func=cmd_build_bases)
 
     p = sub.add_parser(
@@ -471,7 +482,86 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
     p.set_defaults(func=cmd_errors)
     add_task.register(sub)
+
+    p = sub.add_parser(
+        "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"
+    )
+    p.add_argument("--summary", type=Path, default=Path(names.SUMMARY_CSV), help="a finished summary.csv")
+    p.add_argument("--agent", required=True, help="the agent whose runs are compared")
+    p.add_argument(
+        "--reference",
+        required=True,
+        help='"leaderboard:<row>", oracle, nop, or a CSV (see reference/README.md)',
+    )
+    p.add_argument("--out", type=Path, default=Path(names.REPRODUCE_DIR), help="where <agent>.md/.csv go")
+    p.add_argument(
+        "--root", type=Path, default=Path("."), help="checkout with reference/ and dataset/ (default: .)"
+    )
+    p.add_argument(
+        "--tolerance", type=float, help="rate references: allowed |ours - reference| (default 0.05)"
+    )
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("leaderboard", help="the published leaderboard's rows and their configurations")
+    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"generate {names.LEADERBOARD_CONFIGS}/")
+    group.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that differ")
+    p.set_defaults(func=cmd_leaderboard)
     return parser
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """The comparison the aggregate rule makes, for one agent of any finished summary."""
+    from kotlin_bench.reproduce import ReproducePlan, merge_verdicts, reproduce_agent
+    from kotlin_bench.summary import read_summary
+
+    summary = read_summary(args.summary)
+    agents = sorted(set(summary["agent"]))
+    if args.agent not in agents:
+        raise ValueError(
+            f"{args.summary}: no runs of agent {args.agent!r} (agents: {', '.join(agents) or 'none'})"
+        )
+    raw: dict[str, Any] = {"reference": {args.agent: args.reference}}
+    if args.tolerance is not None:
+        raw["tolerance"] = args.tolerance
+    plan = ReproducePlan.from_config(raw, [args.agent], args.root)
+    spec = plan.references[args.agent]
+    csv_path, md_path = (args.out / f"{args.agent}{suffix}" for suffix in (".csv", ".md"))
+    verdict = reproduce_agent(args.agent, spec, summary, csv_path, md_path, plan.tolerance, args.root)
+    merge_verdicts([verdict], args.out / Path(names.VERDICTS_JSON).name)
+    _out(md_path.read_text(encoding="utf-8"))
+    _out(verdict.line)
+    _out(f"wrote {md_path}, {csv_path} and {args.out / Path(names.VERDICTS_JSON).name}")
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from kotlin_bench import leaderboard
+
+    rows = leaderboard.load_rows(args.root / names.LEADERBOARD_CSV)
+    if args.write or args.check:
+        differing = leaderboard.write_configs(rows, args.root, check=args.check)
+        for path in differing:
+            _out(f"{'differs' if args.check else 'wrote  '}: {path}")
+        if args.check and differing:
+            _err(f"{len(differing)} configuration file(s) differ; run `kotlin-bench leaderboard --write`")
+            return 1
+        _out(
+            f"{len(leaderboard.planned_configs(rows, args.root))} files up to date"
+            if not differing
+            else "done"
+        )
+        return 0
+    table = []
+    for row in rows:
+        setup = leaderboard.harbor_setup(row)
+        how = setup.config_path if setup else f"not runnable: {leaderboard.NOT_RUNNABLE[row.setup]}"
+        table.append(
+            (row.setup, f"{row.resolved}/{row.submitted}", f"{row.rate:.2f}%", row.tokens_m, row.latency, how)
+        )
+    _out(_table(table, ("setup", "resolved", "rate", "tokens (M)", "wall time", "configuration")))
+    return 0
 
 
 def cmd_errors(args: argparse.Namespace) -> int:

@@ -11,11 +11,12 @@ import contextlib
 import io
 import os
 import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from kotlin_bench import names
 
@@ -160,41 +161,138 @@ def oom_kills(container: Container, since: float) -> int:
     return sum(1 for _ in events)
 
 
+@dataclass(frozen=True)
+class StreamResult:
+    """A command streamed out of a container: its exit code (None when it was killed), whether it ran
+    past its deadline, whether its stdout exceeded the bound, how long it took."""
+
+    exit_code: int | None
+    timed_out: bool
+    overflowed: bool
+    seconds: float
+
+
+def stream(
+    container: Container,
+    argv: list[str],
+    out: BinaryIO,
+    err: BinaryIO,
+    timeout: float,
+    max_out: int,
+    workdir: str | None = None,
+    env: dict[str, str] | None = None,
+    grace: float = 30.0,
+) -> StreamResult:
+    """Run `argv` in the container; its stdout is written to `out` chunk by chunk, at most `max_out`
+    bytes, and its stderr to `err` (at most MAX_LOG_BYTES); nothing is held in memory.
+
+    The command runs under coreutils `timeout`; past `timeout` + `grace`, or when stdout exceeds
+    `max_out`, the container is killed (a caller that streams from a container must be done with it).
+    """
+    api = container.client.api
+    cmd = ["timeout", "-k", "5", str(max(1, int(timeout))), *argv]
+    exec_id = api.exec_create(
+        container.id, cmd, workdir=workdir, stdout=True, stderr=True, environment=env or {}
+    )["Id"]
+    done, killed = threading.Event(), threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        with contextlib.suppress(Exception):
+            container.kill()
+
+    def watchdog() -> None:
+        if not done.wait(timeout + grace):
+            kill()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    started = time.monotonic()
+    written = logged = 0
+    overflowed = False
+    try:
+        for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
+            if stdout:
+                if written + len(stdout) > max_out:
+                    overflowed = True
+                    kill()
+                    break
+                out.write(stdout)
+                written += len(stdout)
+            if stderr and logged < MAX_LOG_BYTES:
+                err.write(stderr)
+                logged += len(stderr)
+    except Exception:
+        if not killed.is_set():
+            raise
+    finally:
+        done.set()
+    seconds = time.monotonic() - started
+    if killed.is_set():
+        return StreamResult(None, timed_out=not overflowed, overflowed=overflowed, seconds=seconds)
+    code = api.exec_inspect(exec_id)["ExitCode"]
+    # as in `run`: 124 is `timeout`'s TERM, 137 past the deadline its KILL
+    timed_out = code == 124 or (code == 137 and seconds >= timeout)
+    return StreamResult(code, timed_out=timed_out, overflowed=False, seconds=seconds)
+
+
 def output(
     container: Container,
     script: str,
     workdir: str | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 600,
+    max_bytes: int = MAX_LOG_BYTES,
 ) -> tuple[int, bytes]:
-    """Run a short bash script and return its exit code and stdout (-1 when it did not finish).
+    """Run a short bash script and return its exit code and stdout (-1 and b"" when it did not finish).
 
     Past `timeout` the container is killed: whatever an agent left in it (a hanging `git`, say) cannot
     hang the workflow.
     """
-    done, killed = threading.Event(), threading.Event()
-
-    def watchdog() -> None:
-        if not done.wait(timeout):
-            killed.set()
-            with contextlib.suppress(Exception):
-                container.kill()
-
-    threading.Thread(target=watchdog, daemon=True).start()
-    try:
-        result = container.exec_run(
-            ["bash", "-c", script], workdir=workdir, demux=True, environment=env or {}
-        )
-    except Exception:
-        if killed.is_set():
-            return -1, b""
-        raise
-    finally:
-        done.set()
-    if killed.is_set() or result.exit_code is None:
+    stdout = io.BytesIO()
+    done = stream(
+        container, ["bash", "-c", script], stdout, io.BytesIO(), timeout, max_bytes, workdir, env, 0.0
+    )
+    if done.exit_code is None or done.timed_out:
         return -1, b""
-    stdout, _stderr = result.output
-    return result.exit_code, stdout or b""
+    return done.exit_code, stdout.getvalue()
+
+
+def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:
+    """The content of one regular file of the container (None when it is missing or not a regular
+    file), read from the engine's archive: no program of the container runs."""
+    import docker
+
+    try:
+        chunks, _stat = container.get_archive(path)
+    except docker.errors.NotFound:
+        return None
+    with tempfile.TemporaryFile() as spool:
+        for chunk in chunks:
+            spool.write(chunk)
+            if spool.tell() > max_bytes + 64 * 1024:
+                raise OSError(f"{path} in the container exceeds {max_bytes} bytes")
+        spool.seek(0)
+        with tarfile.open(fileobj=spool) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            data = tar.extractfile(member)
+            return data.read() if data else None
+
+
+def copy_from_image(
+    container: Container, image: str, source: str, dest_dir: str, labels: dict[str, str]
+) -> None:
+    """Copy the directory `source` of a pristine container of `image` into `dest_dir` (which must
+    exist) of `container`, streamed from engine to engine. The pristine container is created, never
+    started, carries `labels` (so `reap` finds it) and is removed."""
+    pristine = container.client.containers.create(image, entrypoint=KEEPALIVE, labels=labels)
+    try:
+        chunks, _stat = pristine.get_archive(source, chunk_size=1 << 20)
+        if not container.put_archive(dest_dir, chunks):
+            raise ContainerError(f"could not copy {source} of {image} into {dest_dir}")
+    finally:
+        remove(pristine)
 
 
 def copy_dir_in(container: Container, source: Path, dest: str) -> None:
@@ -206,11 +304,12 @@ def copy_dir_in(container: Container, source: Path, dest: str) -> None:
 
 
 def copy_file_in(container: Container, source: Path, dest_dir: str) -> None:
-    """Copy one file into the existing container directory `dest_dir`."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(str(source), arcname=source.name)
-    container.put_archive(dest_dir, buffer.getvalue())
+    """Copy one file into the existing container directory `dest_dir`, streamed from a spooled tar."""
+    with tempfile.TemporaryFile() as spool:
+        with tarfile.open(fileobj=spool, mode="w") as tar:
+            tar.add(str(source), arcname=source.name)
+        spool.seek(0)
+        container.put_archive(dest_dir, spool)
 
 
 def copy_dir_out(container: Container, source: str, dest: Path, max_bytes: int = 512 * 1024 * 1024) -> bool:

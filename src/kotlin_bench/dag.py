@@ -12,13 +12,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench import names
+from kotlin_bench import leaderboard, names
 from kotlin_bench.agents import Agent
-from kotlin_bench.images import BaseRecipe, order_recipes, parse_manifest, recipe_inputs, recipe_parent
+from kotlin_bench.images import (
+    BASE_BUILD_TIMEOUT_SEC,
+    BaseRecipe,
+    order_recipes,
+    parse_manifest,
+    recipe_inputs,
+    recipe_parent,
+)
 from kotlin_bench.materialize import MirrorSources
 from kotlin_bench.predictions import Prediction, load_predictions
+from kotlin_bench.resources import JobResources, Sizing
 from kotlin_bench.tasks import Task, TaskError, discover, load_task
 from kotlin_bench.validation import phase_labels
+
+SANITY_AGENTS = ("oracle", "nop")  # the sanity sweep's agents: name = kind
 
 
 @functools.cache
@@ -38,6 +48,8 @@ class Plan:
     materialize: dict[str, Any] = field(default_factory=dict)
     tasks_dir: str = "tasks"
     validation_repeats: int = 0  # extra fix runs of the three-phase validation (config validation.repeats)
+    sizing: Sizing = field(default_factory=Sizing)
+    base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -53,6 +65,8 @@ class Plan:
         for name, why in sorted(invalid.items()):
             print(f"kotlin-bench: skipping invalid task {name}: {why}", file=sys.stderr)
         wanted = config.get("tasks", "all")
+        if wanted == leaderboard.PRESET:  # the published leaderboard's 105 tasks
+            wanted = leaderboard.task_set(root / config["spec"])
         wanted = wanted if wanted == "all" else [t for t in wanted if t not in invalid]
         exclude = [t for t in config.get("exclude", []) if t not in invalid]
         selected = _select(tasks, wanted, exclude)
@@ -82,14 +96,24 @@ class Plan:
             dict(config.get("materialize") or {}),
             str(config["tasks_dir"]),
             int((config.get("validation") or {}).get("repeats", 0)),
+            Sizing.from_config(config.get("resources")),
+            config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
         )
 
     def task_dir(self, task_id: str) -> str:
         """The task's directory relative to the workflow root (a stable rule parameter)."""
         return str(self.tasks[task_id].path.relative_to(self.root))
 
+    def agent(self, name: str) -> Agent:
+        """A configured agent, or one of the sanity sweep's (`oracle`, `nop`) when not configured."""
+        if name in self.agents:
+            return self.agents[name]
+        if name in SANITY_AGENTS:
+            return Agent(name, name)
+        raise ValueError(f"no agent named {name!r} is configured (configured: {', '.join(self.agents)})")
+
     def agent_config(self, name: str) -> dict[str, Any]:
-        return asdict(self.agents[name])
+        return asdict(self.agent(name))
 
     def prediction_digest(self, agent: str, task_id: str) -> str | None:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
@@ -138,6 +162,16 @@ class Plan:
                 if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
             ]
         return [names.task_sentinel(task_id), self.stamp(task_id), *files]
+
+    def run_resources(self, task_id: str) -> JobResources:
+        """What a run of the task asks the scheduler for (kotlin_bench.resources has the rule)."""
+        return self.sizing.for_run(self.tasks[task_id])
+
+    def task_image_resources(self, task_id: str) -> JobResources:
+        return self.sizing.for_task_image(self.tasks[task_id])
+
+    def base_image_resources(self) -> JobResources:
+        return self.sizing.for_base_image(self.base_build_timeout_sec)
 
     def stamp(self, task_id: str) -> str:
         """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
@@ -190,6 +224,28 @@ class Plan:
             for agent in self.agents
             for task_id in self.tasks
             for attempt in range(1, self.attempts + 1)
+        ]
+
+    def sanity_results(self) -> list[str]:
+        """The sanity sweep's runs: oracle and nop, attempt 1, on every selected task (the same targets as
+        configured agents of those names, which must then be of those kinds)."""
+        for name in SANITY_AGENTS:
+            agent = self.agents.get(name)
+            if agent is not None and agent.kind != name:
+                raise ValueError(
+                    f"config agents: {name!r} is of kind {agent.kind!r}; the sanity sweep runs the {name} "
+                    f"agent under that name (rename yours)"
+                )
+        return [names.run_result(agent, task_id, 1) for agent in SANITY_AGENTS for task_id in self.tasks]
+
+    def network_checks(self) -> list[str]:
+        return [names.network_check(task_id) for task_id in self.tasks]
+
+    def network_check_inputs(self, task_id: str) -> list[str]:
+        """A task's network probe depends on its image and its task.toml (the agent phase's policy)."""
+        return [
+            names.task_sentinel(task_id),
+            str(self.tasks[task_id].path.relative_to(self.root) / "task.toml"),
         ]
 
 

@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from kotlin_bench import names
 from kotlin_bench.fsutil import write_atomic
+from kotlin_bench.registry import Registry, check_tag, pull, push
 from kotlin_bench.tasks import Task
 
 if TYPE_CHECKING:
     import docker
 
 DEBOOTSTRAP = "debootstrap:"
+BASE_BUILD_TIMEOUT_SEC = 3600  # config base_build_timeout_sec (int: it is a rule parameter)
 NPM_PACKS = "npm-packs.txt"
 NPM_PACKS_DIR = "npm-packs"
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.IGNORECASE | re.MULTILINE)
@@ -136,18 +138,50 @@ def image_id(client: docker.DockerClient, image: str) -> str | None:
         return None
 
 
-def write_sentinel(path: Path, image: str, image_id: str, seconds: float) -> None:
-    record = {
-        "image": image,
-        "id": image_id,
-        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seconds": round(seconds, 1),
-    }
-    write_atomic(path, json.dumps(record, indent=2) + "\n")
+@dataclass(frozen=True)
+class Sentinel:
+    """An image the workflow built: its name, id, when and how long, and where it was pushed.
+
+    `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the image's manifest
+    digest in the registry), else None. Read and written only here (JSON)."""
+
+    image: str
+    id: str
+    built_at: str = ""
+    seconds: float = 0.0
+    pushed: str | None = None
+
+    def write(self, path: Path) -> None:
+        record = {"image": self.image, "id": self.id, "built_at": self.built_at, "seconds": self.seconds}
+        if self.pushed:
+            record["pushed"] = self.pushed
+        write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
-def read_sentinel(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def write_sentinel(
+    path: Path, image: str, image_id: str, seconds: float, pushed: str | None = None
+) -> Sentinel:
+    sentinel = Sentinel(
+        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed
+    )
+    sentinel.write(path)
+    return sentinel
+
+
+def read_sentinel(path: Path) -> Sentinel:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Sentinel(
+            str(data["image"]),
+            str(data["id"]),
+            str(data.get("built_at", "")),
+            float(data.get("seconds", 0.0)),
+            data.get("pushed"),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ImageError(
+            f"image sentinel {path} is unreadable ({exc}); delete it to rebuild the image"
+        ) from None
 
 
 def fetch_npm_packs(context: Path, log: Any) -> None:
@@ -216,25 +250,64 @@ def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) 
     return found
 
 
-def pin_parents(client: docker.DockerClient, sentinels: Iterable[Path]) -> None:
-    """Point each parent image's tag at the image its sentinel records, before a build FROM it: another
-    checkout sharing the engine may have moved the tag to an image of its own."""
+def ensure_image(
+    client: docker.DockerClient, sentinel: Sentinel, registry: Registry | None, where: Path
+) -> str:
+    """The id of the image `sentinel` (read from `where`) records.
+
+    Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
+    one, the registry's tag must still name the recorded digest (else the image is refused), and the image
+    is pulled by that digest when this engine lacks it."""
+    if registry is None:
+        return sentinel.id
+    if sentinel.pushed is None or not registry.holds(sentinel.pushed):
+        raise ImageError(
+            f"{where}: {sentinel.image} was built without being pushed to {registry.url} "
+            f"(recorded: {sentinel.pushed or 'not pushed'}); delete {where} to rebuild and push it"
+        )
+    check_tag(client, sentinel.pushed, sentinel.image, str(where))
+    if image_id(client, sentinel.id) is None:
+        pull(client, sentinel.pushed, sentinel.image, sentinel.id)
+    return sentinel.id
+
+
+def pin_images(
+    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
+) -> None:
+    """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
+    sharing the engine may have moved the tag to an image of its own. With a registry, the image is
+    first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
     import docker
 
     for path in sentinels:
         record = read_sentinel(path)
-        tag, wanted = record["image"], record["id"]
-        if image_id(client, tag) == wanted:
+        wanted = ensure_image(client, record, registry, path)
+        if image_id(client, record.image) == wanted:
             continue
         try:
             image = client.images.get(wanted)
         except docker.errors.ImageNotFound:
             raise ImageError(
-                f"{tag}: the image built for it ({wanted[:19]}, {path}) is no longer in the engine; "
+                f"{record.image}: the image built for it ({wanted[:19]}, {path}) is no longer in the engine; "
                 f"delete {path} to rebuild it"
             ) from None
-        repository, _, name = tag.rpartition(":")
+        repository, _, name = record.image.rpartition(":")
         image.tag(repository, name)
+
+
+def _finish(
+    client: docker.DockerClient,
+    image: str,
+    found: str,
+    started: float,
+    sentinel: Path,
+    registry: Registry | None,
+    log: Any,
+) -> None:
+    """Push the built image when a registry is configured, then write its sentinel."""
+    seconds = time.monotonic() - started
+    pushed = push(client, registry, image, found, log) if registry else None
+    write_sentinel(sentinel, image, found, seconds, pushed)
 
 
 def build_base(
@@ -244,10 +317,12 @@ def build_base(
     sentinel: Path,
     timeout: float,
     parents: Iterable[Path] = (),
+    registry: Registry | None = None,
 ) -> None:
-    """Build one manifest image FROM its parents (their sentinels) and record it in `sentinel`."""
+    """Build one manifest image FROM its parents (their sentinels) and record it in `sentinel`; with a
+    registry, the parents come from it where this engine lacks them, and the image is pushed."""
     client = docker_client()
-    pin_parents(client, parents)
+    pin_images(client, parents, registry)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
@@ -260,15 +335,22 @@ def build_base(
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
             found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
-    write_sentinel(sentinel, entry.image, found, time.monotonic() - started)
+        _finish(client, entry.image, found, started, sentinel, registry, log)
 
 
-def build_task_image(task: Task, log_path: Path, sentinel: Path, base_sentinel: Path | None = None) -> None:
-    """Build the image of one task from its environment/ directory, FROM the base its sentinel records."""
+def build_task_image(
+    task: Task,
+    log_path: Path,
+    sentinel: Path,
+    base_sentinel: Path | None = None,
+    registry: Registry | None = None,
+) -> None:
+    """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
+    with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
     client = docker_client()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if base_sentinel is not None:
-        pin_parents(client, [base_sentinel])
+        pin_images(client, [base_sentinel], registry)
     if image_id(client, task.base_image) is None:
         raise ImageError(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
@@ -283,7 +365,7 @@ def build_task_image(task: Task, log_path: Path, sentinel: Path, base_sentinel: 
             task.environment.build_timeout_sec,
             log,
         )
-    write_sentinel(sentinel, task.image, found, time.monotonic() - started)
+        _finish(client, task.image, found, started, sentinel, registry, log)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:
@@ -315,9 +397,11 @@ def build_manifest_images(
     logs_dir: Path,
     only: list[str] | None,
     rebuild: bool,
-    timeout: float = 3600.0,
+    timeout: float = BASE_BUILD_TIMEOUT_SEC,
+    registry: Registry | None = None,
 ) -> None:
-    """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh)."""
+    """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh);
+    with `registry`, push each image built, as the workflow does."""
     recipes = order_recipes(parse_manifest(manifest), repo_root)
     if only:
         unknown = set(only) - {r.repo_key for r in recipes} - {r.image for r in recipes}
@@ -333,5 +417,5 @@ def build_manifest_images(
         print(f"build {entry.image} ...", flush=True)
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
-        build_base(entry, repo_root, log, sentinel, timeout)
-        print(f"built {entry.image} ({read_sentinel(sentinel)['seconds']}s, log {log})", flush=True)
+        build_base(entry, repo_root, log, sentinel, timeout, registry=registry)
+        print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)

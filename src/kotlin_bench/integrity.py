@@ -112,10 +112,15 @@ def _matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch(path, p) or fnmatch(name, p) for p in patterns)
 
 
-def changed_paths(diff: str) -> list[str]:
+def _lines(diff: str | Iterable[str]) -> Iterable[str]:
+    """A diff's lines, from its text or from an open file (read line by line)."""
+    return diff.splitlines() if isinstance(diff, str) else (line.rstrip("\n") for line in diff)
+
+
+def changed_paths(diff: str | Iterable[str]) -> list[str]:
     """Paths a git diff touches (both sides of renames), in order of appearance."""
     seen: dict[str, None] = {}
-    for line in diff.splitlines():
+    for line in _lines(diff):
         if line.startswith("diff --git "):
             parts = line[len("diff --git ") :].split(" b/", 1)
             for part in (parts[0].removeprefix("a/"), parts[-1]):
@@ -123,11 +128,11 @@ def changed_paths(diff: str) -> list[str]:
     return list(seen)
 
 
-def suspicious_lines(diff: str) -> list[str]:
+def suspicious_lines(diff: str | Iterable[str]) -> list[str]:
     """`<path>: <token>` for each changed file whose added lines name a SUSPICIOUS_TOKENS entry."""
     found: dict[str, None] = {}
     path = ""
-    for line in diff.splitlines():
+    for line in _lines(diff):
         if line.startswith("+++ "):
             path = line[4:].strip().strip('"').removeprefix("b/")
         elif line.startswith("+") and path:
@@ -137,7 +142,7 @@ def suspicious_lines(diff: str) -> list[str]:
     return list(found)[:MAX_FLAGGED]
 
 
-def flag_changes(paths: list[str], diff: str | None = None) -> dict[str, list[str]]:
+def flag_changes(paths: list[str], diff: str | Iterable[str] | None = None) -> dict[str, list[str]]:
     """The changed paths that touch test infrastructure or test sources (and, given the diff text,
     the suspicious added lines)."""
     flags = {

@@ -54,6 +54,9 @@ PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
 PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
 REPRODUCE_DIR = f"{RESULTS}/reproduce"
 VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
+SANITY_DIR = f"{RESULTS}/sanity"
+SANITY_CSV = f"{SANITY_DIR}/summary.csv"
+SANITY_MD = f"{SANITY_DIR}/summary.md"
 LOGS = f"{RESULTS}/logs"
 
 
@@ -87,6 +90,7 @@ RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root()
 # Files of a run directory (besides result.json).
 AGENT_DIFF = "agent.diff"
 AGENT_LOG = "agent.log"
+CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"
 VERIFIER_LOG = "verifier.log"
 VERIFIER_OUT = "verifier"  # the copied-out /logs/verifier
@@ -142,6 +146,11 @@ def reproduce_output(agent: str, suffix: str) -> str:
     return f"{REPRODUCE_DIR}/{agent}{suffix}"
 
 
+def network_check(task_id: str) -> str:
+    """The sanity sweep's network probe of one task's agent phase (`kotlin_bench.sanity`)."""
+    return f"{SANITY_DIR}/network/{task_id}.json"
+
+
 def log(*parts: str) -> str:
     """`results/logs/<part>/.../<last>.log`."""
     return "/".join((LOGS, *parts)) + ".log"
@@ -155,6 +164,12 @@ def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
     """Each failed try of a run, one line each (Snakemake clears a job's log before a retry)."""
     return f"{run_log(agent, task_id, attempt)}.tries"
 
+
+# --------------------------------------------------------------------------- committed files of a checkout
+
+BENCHMARK_SPEC = "dataset/kotlin-bench.json"  # the 106 tasks (relative to the repository root)
+LEADERBOARD_CSV = "reference/leaderboard.csv"  # the published leaderboard's rows
+LEADERBOARD_CONFIGS = "config/leaderboard"  # one generated config per runnable leaderboard row
 
 # --------------------------------------------------------------------------- task directories
 
@@ -181,10 +196,10 @@ def stamp(tasks_dir: str, task_id: str) -> str:
 CONTAINER_VERIFIER_LOGS = "/logs/verifier"
 CONTAINER_TESTS = "/tests"
 CONTAINER_SOLUTION = "/solution"
-CONTAINER_AGENT_PATCH_DIR = "/tmp/kotlin-bench-agent"
 CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
 CONTAINER_PHASE_LOGS = "/logs/phase"
+CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
 
 # --------------------------------------------------------------------------- labels
 

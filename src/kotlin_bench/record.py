@@ -44,6 +44,7 @@ class Reason(StrEnum):
     VERIFIER_TIMEOUT = "verifier_timeout"
     DIFF_UNAVAILABLE = "diff_unavailable"
     DIFF_TOO_LARGE = "diff_too_large"
+    WORK_TREE_GONE = "work_tree_gone"
     AGENT_DIFF_NOT_APPLIED = "agent_diff_not_applied"
     VERIFIER_TAMPERED = "verifier_tampered"
     TEST_PATCH_FAILED = "test_patch_failed"
@@ -68,8 +69,9 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.PATCH_NOT_APPLIED: "the predicted patch did not apply to the repository; the verifier was skipped",
     Reason.AGENT_TIMEOUT: "the agent phase hit [agent].timeout_sec (the verifier still scored what it left)",
     Reason.VERIFIER_TIMEOUT: "the verifier phase hit [verifier].timeout_sec",
-    Reason.DIFF_UNAVAILABLE: "nothing of the agent's work could be recovered from its container",
+    Reason.DIFF_UNAVAILABLE: "the agent's work could not be captured: no usable git in its container, git failed, or capture.timeout_sec passed (see error)",
     Reason.DIFF_TOO_LARGE: "the agent's diff exceeded capture.max_diff_bytes even after leaving out large files",
+    Reason.WORK_TREE_GONE: "the agent removed or replaced the repository directory itself: no work tree to verify",
     Reason.AGENT_DIFF_NOT_APPLIED: "the agent's diff did not apply in the fresh verifier container (e.g. paths outside the repository)",
     Reason.VERIFIER_TAMPERED: "the verifier's reward disagreed with the host's re-scoring of the copied-out JUnit XML",
     Reason.TEST_PATCH_FAILED: "the task's test.patch did not apply over the agent's changes; no test ran",
@@ -109,6 +111,7 @@ RUN_LEVEL = frozenset(
         Reason.VERIFIER_TIMEOUT,
         Reason.DIFF_UNAVAILABLE,
         Reason.DIFF_TOO_LARGE,
+        Reason.WORK_TREE_GONE,
         Reason.AGENT_DIFF_NOT_APPLIED,
         Reason.VERIFIER_TAMPERED,
     }

@@ -1,7 +1,8 @@
 """One run: (task, agent, attempt) in a fresh container from the task image, scored by the verifier.
 
 Phases: start the container; the agent phase under `[agent].timeout_sec` and network mode; the agent's
-diff is captured; `tests/` is copied to `/tests` and `/tests/test.sh` runs under `[verifier].timeout_sec`;
+diff is captured (`kotlin_bench.handoff`) and applied in a fresh verifier container; `tests/` is copied
+to `/tests` and `/tests/test.sh` runs under `[verifier].timeout_sec`;
 `/logs/verifier` is copied out and the reward read from `reward.txt`. The container is removed whatever
 happens. The run directory ends with `result.json` (`kotlin_bench.record`), written last and atomically.
 
@@ -23,7 +24,6 @@ import fcntl
 import hashlib
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kotlin_bench import containers, harbor, names, network
+from kotlin_bench import containers, handoff, harbor, names, network
 from kotlin_bench.agents import Agent, harness_paths, run_agent
 from kotlin_bench.images import ImageError, docker_client, image_id
 from kotlin_bench.integrity import changed_paths, flag_changes, outside_changes, verdict_problem
@@ -41,14 +41,11 @@ from kotlin_bench.tasks import Task
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-# The agent's work as one diff against the base commit: a private index starts from the base tree, so
-# commits, index tricks and untracked files are all included; ignored files are not.
-DIFF_SCRIPT = (
-    'idx=$(mktemp) && GIT_INDEX_FILE="$idx" git read-tree "$BASE" && GIT_INDEX_FILE="$idx" git add -A '
-    '>/dev/null 2>&1 && GIT_INDEX_FILE="$idx" git diff --cached --binary "$BASE"; rc=$?; rm -f "$idx"; exit $rc'
-)
-APPLY_DIFF = "git apply --binary --whitespace=nowarn /tmp/kotlin-bench-agent.diff"
-DIFF_TIMEOUT = 600.0
+CAPTURE_REASONS = {
+    handoff.Outcome.TOO_LARGE: Reason.DIFF_TOO_LARGE,
+    handoff.Outcome.WORK_TREE_GONE: Reason.WORK_TREE_GONE,
+    handoff.Outcome.UNAVAILABLE: Reason.DIFF_UNAVAILABLE,
+}
 
 
 class RunError(RuntimeError):
@@ -108,27 +105,6 @@ def _exclusive(run_dir: Path) -> Iterator[None]:
             print(f"kotlin-bench: another process is working on {run_dir}; waiting for it", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
-
-
-def _capture_diff(container: Container, task: Task, out: Path) -> bool:
-    """Write the agent's diff; False when the repository is too broken to diff against the base."""
-    containers.revive(container)  # our watchdog may have killed it at a hard agent timeout
-    code, diff = containers.output(
-        container, DIFF_SCRIPT, workdir=task.repo_dir, env={"BASE": task.base_commit}, timeout=DIFF_TIMEOUT
-    )
-    out.write_bytes(diff if code == 0 else b"")
-    return code == 0
-
-
-def _apply_diff(container: Container, task: Task, diff: Path, log: Path) -> bool:
-    """Apply the agent's diff in the fresh verifier container."""
-    if diff.stat().st_size == 0:
-        return True
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(diff, Path(tmp) / "kotlin-bench-agent.diff")
-        containers.copy_file_in(container, Path(tmp) / "kotlin-bench-agent.diff", "/tmp")
-    result = containers.run(container, APPLY_DIFF, 300, log, workdir=task.repo_dir)
-    return result.exit_code == 0
 
 
 def _read_reward(run_dir: Path) -> float:
@@ -210,10 +186,20 @@ def run(
     run_dir: Path,
     expected_image_id: str | None = None,
     options: VerifierOptions | None = None,
+    limits: handoff.Limits | None = None,
 ) -> RunResult:
-    """Evaluate one (task, agent, attempt); returns the result that has been written to result.json."""
+    """Evaluate one (task, agent, attempt); returns the result that has been written to result.json.
+    `limits` bound the capture of the agent's work (config.yaml `capture:`; defaults otherwise)."""
     with _exclusive(run_dir):
-        return _run(task, agent, attempt, run_dir, expected_image_id, options or VerifierOptions())
+        return _run(
+            task,
+            agent,
+            attempt,
+            run_dir,
+            expected_image_id,
+            options or VerifierOptions(),
+            limits or handoff.Limits(),
+        )
 
 
 def new_result(task: Task, agent: Agent, attempt: int) -> RunResult:
@@ -232,6 +218,7 @@ def _run(
     run_dir: Path,
     expected_image_id: str | None,
     options: VerifierOptions,
+    limits: handoff.Limits,
 ) -> RunResult:
     if not task.has_expected_tests:
         raise RunError(f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored")
@@ -264,27 +251,45 @@ def _run(
             container, phase.network_mode, phase.allowed_hosts, key, log_path=run_dir / names.PROXY_LOG
         ) as net:
             outcome = run_agent(agent, task, container, run_dir / names.AGENT_LOG, env=net.env)
-        diffable = _capture_diff(container, task, run_dir / names.AGENT_DIFF)
+        capture = handoff.capture(
+            container,
+            task,
+            limits,
+            run_dir / names.AGENT_DIFF,
+            run_dir / names.CAPTURE_LOG,
+            found,
+            labels | {names.LABEL_RUN: key, names.LABEL_PHASE: "pristine"},
+        )
         outside = outside_changes(container.diff() or [], task.repo_dir, harness_paths(agent))
     finally:
         containers.remove(container)
         network.reap_networks(client, key)
     result.model = outcome.model or result.model
     result.timings["agent_sec"] = round(outcome.exec.seconds, 2)
-    diff_text = (run_dir / names.AGENT_DIFF).read_text(encoding="utf-8", errors="replace")
-    result.changed_files = changed_paths(diff_text)
-    result.flags = flag_changes(result.changed_files, diff_text) | {"outside_repo": outside}
-    if not diffable:
-        result.score(0.0, Reason.DIFF_UNAVAILABLE)
+    result.timings["capture_sec"] = round(capture.seconds, 2)
+    result.capture = capture.to_record()
+    if outcome.prediction:
+        result.capture["prediction"] = outcome.prediction.to_record()
+    diff = run_dir / names.AGENT_DIFF
+    with diff.open(encoding="utf-8", errors="replace") as lines:  # line by line: it may be large
+        result.changed_files = changed_paths(lines)
+    with diff.open(encoding="utf-8", errors="replace") as lines:
+        result.flags = flag_changes(result.changed_files, lines)
+    result.flags |= {"outside_repo": outside, "left_out": capture.review()}
+    if capture.outcome is not handoff.Outcome.CAPTURED:
+        result.score(0.0, CAPTURE_REASONS[capture.outcome])
+        result.error = capture.message or None
     elif outcome.skip_verifier_reason:
         result.score(0.0, outcome.skip_verifier_reason)
+        if outcome.prediction and outcome.prediction.message:
+            result.error = outcome.prediction.message
     else:
         # A fresh container from the pristine image, with only the agent's repository diff applied.
         container = containers.start(
             client, found, key, labels | {names.LABEL_PHASE: "verifier"}, env.cpus, env.memory_mb
         )
         try:
-            if _apply_diff(container, task, run_dir / names.AGENT_DIFF, run_dir / names.VERIFIER_LOG):
+            if handoff.apply_diff(container, task, diff, run_dir / names.VERIFIER_LOG):
                 _verify(container, task, run_dir, result, key, options)
             else:
                 result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED)

@@ -7,6 +7,9 @@ import signal
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from kotlin_bench.registry import Registry
 
 
 @contextlib.contextmanager
@@ -34,3 +37,9 @@ def stop_on_sigterm() -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupted)
+
+
+def configured_registry(config: dict[str, Any]) -> Registry | None:
+    """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
+    registry address changes no result, so changing it must rerun nothing."""
+    return Registry.from_config(config.get("registry"))

@@ -1,6 +1,7 @@
 """Resolve rates and their uncertainty: counts per (agent, model[, repository]), errors counted apart, the
 rate with errors counted as unresolved and without them, pass@k (unbiased estimator) with several
-attempts, and a 95% bootstrap interval that resamples tasks."""
+attempts, a 95% bootstrap interval that resamples tasks, and score intervals for one proportion (Wilson)
+and for the difference of two independent proportions (Newcombe's hybrid score interval)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kotlin_bench.record import Status
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -50,6 +52,35 @@ def bootstrap_interval(
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(estimates, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion successes / n (no continuity correction).
+
+    `successes` may be fractional (a mean over attempts); n must be positive."""
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(
+            f"Wilson interval needs n > 0 and 0 <= successes <= n (successes={successes}, n={n})"
+        )
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2.0 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_interval(x1: float, n1: float, x2: float, n2: float, z: float = Z95) -> tuple[float, float]:
+    """The interval of p1 - p2 (p1 = x1/n1, p2 = x2/n2, independent samples) by Newcombe's hybrid score
+    method without continuity correction ("method 10" of Newcombe, Statistics in Medicine 17:873-890,
+    1998): the Wilson limits of each proportion, combined. Good coverage at small n and near 0 or 1,
+    where the Wald interval fails; it needs only the two counts."""
+    p1, p2 = x1 / n1, x2 / n2
+    low1, high1 = wilson_interval(x1, n1, z)
+    low2, high2 = wilson_interval(x2, n2, z)
+    difference = p1 - p2
+    low = difference - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = difference + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    return low, high
 
 
 def _per_task(group: pd.DataFrame) -> pd.DataFrame:

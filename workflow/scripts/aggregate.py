@@ -7,14 +7,7 @@ from pathlib import Path
 from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.render import render_markdown
 from kotlin_bench.report import report_sections
-from kotlin_bench.reproduce import (
-    ReproducePlan,
-    compare,
-    judge,
-    load_reference,
-    render_reproduction,
-    write_verdicts,
-)
+from kotlin_bench.reproduce import ReproducePlan, reproduce_agent, write_verdicts
 from kotlin_bench.smk import logged
 from kotlin_bench.stats import rates, rates_by_repository
 from kotlin_bench.summary import read_summary, write_table
@@ -29,12 +22,11 @@ with logged(sm.log[0]):
     verdicts = []
     outputs = zip(plan.references.items(), sm.output.reproduce_md, sm.output.reproduce_csv, strict=True)
     for (agent, spec), md_path, csv_path in outputs:
-        ours = summary[summary["agent"] == agent]
-        comparison = compare(ours, load_reference(spec, summary), plan.tolerance)
-        write_table(comparison, Path(csv_path))
-        verdict = judge(agent, spec, comparison, csv_path)
-        write_atomic(Path(md_path), render_reproduction(verdict, comparison))
-        verdicts.append(verdict)
+        verdicts.append(
+            reproduce_agent(
+                agent, spec, summary, Path(csv_path), Path(md_path), plan.tolerance, Path(plan.root)
+            )
+        )
     write_verdicts(verdicts, Path(sm.output.verdicts))
     lines = [f"{v.line} (see {md})" for v, md in zip(verdicts, sm.output.reproduce_md, strict=True)]
     text = render_markdown(report_sections(summary, overall, by_repository, lines))

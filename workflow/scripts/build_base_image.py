@@ -1,10 +1,10 @@
-"""Snakemake script of rule base_image: build one manifest image and write its sentinel."""
+"""Snakemake script of rule base_image: build one manifest image (and push it, with `registry:`), write its sentinel."""
 
 from pathlib import Path
 
 from kotlin_bench import names
 from kotlin_bench.images import build_base, parse_manifest
-from kotlin_bench.smk import logged
+from kotlin_bench.smk import configured_registry, logged
 
 sm = snakemake  # noqa: F821
 root = Path(sm.params.root)
@@ -12,6 +12,7 @@ with logged(sm.log[0]):
     image = names.image(sm.wildcards.repo_key, sm.wildcards.tag)
     entry = next(e for e in parse_manifest(root / sm.params.manifest) if e.image == image)
     parents = [Path(p) for p in sm.input if names.is_image_sentinel(str(p))]
+    registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
-    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents)
-    print(f"built {image}")
+    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents, registry)
+    print(f"built {image}" + (f", pushed to {registry.url}" if registry else ""))

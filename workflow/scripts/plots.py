@@ -6,7 +6,7 @@ from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.plots import outcome_chart, rate_chart, repository_chart
 from kotlin_bench.render import render_html
 from kotlin_bench.report import report_sections
-from kotlin_bench.reproduce import read_comparison, read_verdicts, reproduction_sections
+from kotlin_bench.reproduce import read_verdicts, sections_of
 from kotlin_bench.smk import logged
 from kotlin_bench.stats import read_rates
 from kotlin_bench.summary import read_summary
@@ -21,7 +21,7 @@ with logged(sm.log[0]):
     verdicts = read_verdicts(Path(sm.input.verdicts))
     reproduction = []
     for verdict in verdicts:
-        for section in reproduction_sections(verdict, read_comparison(Path(verdict.comparison))):
+        for section in sections_of(verdict):
             section.title = f"Reproduction {verdict.agent} vs {verdict.reference}: {section.title}"
             reproduction.append(section)
     sections = report_sections(summary, overall, by_repository, [v.line for v in verdicts]) + reproduction

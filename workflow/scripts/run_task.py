@@ -10,14 +10,16 @@ from pathlib import Path
 
 from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
-from kotlin_bench.images import read_sentinel
-from kotlin_bench.smk import logged, stop_on_sigterm
+from kotlin_bench.handoff import Limits
+from kotlin_bench.images import docker_client, pin_images, read_sentinel
+from kotlin_bench.smk import configured_registry, logged, stop_on_sigterm
 from kotlin_bench.tasks import TaskError, load_task
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)
+    limits = Limits.from_config(sm.params.capture)
     attempt = int(sm.wildcards.attempt)
     run_dir = Path(sm.output[0]).parent
     try:
@@ -33,9 +35,17 @@ with logged(sm.log[0]):
         if sm.resources.tries == 1:
             tries.unlink(missing_ok=True)
         try:
-            image = read_sentinel(Path(sm.input[0]))["id"]
+            # With `registry:`, the run's image is the exact digest its sentinel records: pulled when this
+            # engine lacks it and named as built (Harbor runs it by name); a tag moved elsewhere is refused.
+            sentinel = Path(sm.input[0])
+            registry = configured_registry(sm.config)
+            if registry:
+                pin_images(docker_client(), [sentinel], registry)
+            image = read_sentinel(sentinel).id
             options = runner.VerifierOptions.from_config(sm.params.verifier)
-            result = runner.run(task, agent, attempt, run_dir, expected_image_id=image, options=options)
+            result = runner.run(
+                task, agent, attempt, run_dir, expected_image_id=image, options=options, limits=limits
+            )
         except Exception as exc:
             line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
             print(line)

@@ -1,0 +1,105 @@
+"""The example dataset on a real Slurm cluster (scripts/setup_slurm.sh: one machine, accounting in slurmdbd).
+
+A workspace copy runs the example dataset locally first (images, materialization, runs, reports); then
+every run is redone through `--workflow-profile profiles/slurm`, each as a Slurm job, and the summary's
+verdict columns must be those of the local run. Slurm costs several seconds per job, so the images and
+the materialized tasks of the local run are reused and only the eight runs go through the cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from kotlin_bench import names
+from kotlin_bench.workspace import Workspace
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.usefixtures("slurm_cluster")]
+SUBMITTED_RE = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
+SACCT_FIELDS = "JobID,State,Comment,ReqMem,AllocCPUS,WorkDir"
+# What a run decided, as opposed to how long it took or when it ran.
+VERDICT = [
+    "task",
+    "repository",
+    "agent",
+    "kind",
+    "attempt",
+    "reward",
+    "status",
+    "reason",
+    "reason_detail",
+    *[f"{c}_{k}" for c in ("f2p", "p2p", "s2p", "n2p") for k in ("expected", "landed", "missing")],
+    "image_id",
+    "task_digest",
+    "verifier_digest",
+]
+
+
+def verdicts(ws: Workspace) -> pd.DataFrame:
+    summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
+    return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
+
+
+def accounting(job_ids: list[str], seconds: float = 60) -> dict[str, list[str]]:
+    """sacct's record of the jobs (JobID -> State, Comment, ReqMem in MB, AllocCPUS, WorkDir), once every job
+    has finished there (slurmdbd records a job's end a moment after it)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        out = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "--units=M", "-j", ",".join(job_ids), "-o", SACCT_FIELDS],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        rows = {line.split("|")[0]: line.split("|")[1:] for line in out.splitlines() if line}
+        if (set(rows) == set(job_ids) and all(r[0] == "COMPLETED" for r in rows.values())) or (
+            time.monotonic() > deadline
+        ):
+            return rows
+        time.sleep(2)
+
+
+def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(tmp_path) -> None:
+    ws = Workspace.create(tmp_path / "ws", REPO)
+    local = ws.snakemake(timeout=1800)
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    local_verdicts = verdicts(ws)
+    local_reproduction = (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8")
+
+    # Every run again, on the cluster; the images and materialized tasks stay. The summary lacks its
+    # runs now, so the workflow drops and rebuilds it with the reports.
+    shutil.rmtree(ws.root / names.runs_root())
+    on_slurm = ws.snakemake(
+        "--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "5", timeout=1800
+    )
+    output = on_slurm.stdout + on_slurm.stderr
+    assert on_slurm.returncode == 0, output[-5000:]
+
+    submitted = SUBMITTED_RE.findall(output)
+    runs = [job for job, rule in submitted if rule == "run"]
+    assert {rule for _, rule in submitted} == {"run"}, submitted  # the images were there already
+    assert len(runs) == len(local_verdicts) == 8
+    records = accounting(runs)
+    comments = set()
+    for job in runs:
+        state, comment, req_mem, cpus, workdir = records[job]
+        assert state == "COMPLETED" and workdir == str(ws.root), records[job]
+        # each request is the task's: 1 CPU, 2048 MB + the harness's 512 MB (kotlin_bench.resources)
+        assert (req_mem, cpus) == ("2560M", "1"), records[job]
+        comments.add(comment)
+    expected = {
+        f"rule_run_wildcards_{row.agent}_{row.task}_{row.attempt}" for row in local_verdicts.itertuples()
+    }
+    assert comments == expected
+
+    slurm_verdicts = verdicts(ws)
+    by_agent = slurm_verdicts.groupby("agent").status.value_counts().to_dict()
+    assert by_agent == {("oracle", "resolved"): 4, ("nop", "unresolved"): 4}
+    pd.testing.assert_frame_equal(slurm_verdicts, local_verdicts)
+    assert (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8") == local_reproduction
