@@ -6,6 +6,7 @@ include: "rules/dataset.smk"
 include: "rules/images.smk"
 include: "rules/runs.smk"
 include: "rules/report.smk"
+include: "rules/validation.smk"
 include: "rules/sanity.smk"
 
 

@@ -48,7 +48,7 @@ def example_tasks(workspace: Path) -> list[str]:
 
 def test_oracle_resolves_and_nop_does_not(workspace: Path, first_run: pd.DataFrame) -> None:
     tasks = example_tasks(workspace)
-    assert len(tasks) >= 4
+    assert len(tasks) == 5
     assert len(first_run) == 2 * len(tasks)
     oracle = first_run[first_run.agent == "oracle"].set_index("task")
     nop = first_run[first_run.agent == "nop"].set_index("task")
@@ -112,5 +112,5 @@ def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
     assert out.returncode == 0, out.stderr[-3000:]
     oracle = (workspace / "results/reproduce/oracle.md").read_text()
     assert f"NOT REPRODUCED: 1 task differs: {tasks[0]}" in oracle
-    assert "REPRODUCED: 4/4 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
+    assert "REPRODUCED: 5/5 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
     assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "all": 1}

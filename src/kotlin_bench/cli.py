@@ -12,6 +12,7 @@ Subcommands:
 - ``fidelity``: compare the task directories and base recipes with the published benchmark, by meaning;
   exit 1 on a behaviour-changing difference the specification does not list as intended.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
+- ``add-task``: add a pull request as a task, valid only once its validation passes (``kotlin_bench.add_task``).
 - ``reproduce``: compare one agent of a finished ``summary.csv`` with a reference (``leaderboard:<row>``,
   ``oracle``, ``nop`` or a CSV), without Docker; prints the verdict and writes what the DAG writes.
 - ``leaderboard``: the published leaderboard's rows and their Harbor configurations (``--write`` generates
@@ -26,14 +27,13 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kotlin_bench import names
-from kotlin_bench.dataset import Dataset, SpecError, generate, load_dataset
+from kotlin_bench import add_task, names
+from kotlin_bench.dataset import Dataset, SpecError, ValidationMark, generate, load_dataset
 from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.materialize import (
     PUBLISHED_COMMIT,
@@ -44,6 +44,7 @@ from kotlin_bench.materialize import (
     PublishedSource,
     TaskResult,
     UpstreamSource,
+    build_mirrors,
     default_cache_dir,
     materialize,
     source_from_config,
@@ -158,14 +159,8 @@ def _describe(result: TaskResult) -> str:
 def _build_mirrors(args: argparse.Namespace, dataset: Dataset, source: UpstreamSource) -> UpstreamSource:
     """Upstream mirrors the config builds from committed sources, built as the DAG builds them."""
     sources = MirrorSources.from_config(_config_section(args.config).get("upstream") or {})
-    if sources is None:
-        return source
-    mirrors = dict(source.mirrors)
-    for task in dataset.select(args.tasks or None):
-        name = task.repository.name
-        if name not in mirrors:
-            mirrors[name] = str(sources.build(task.owner, task.repo, args.root))
-    return replace(source, mirrors=mirrors)
+    repositories = {t.repository.name: t.repository for t in dataset.select(args.tasks or None)}
+    return build_mirrors(source, sources, repositories.values(), args.root)
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
@@ -248,6 +243,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.spec)
     _out(f"{args.spec}: valid ({len(dataset.tasks)} tasks, {len(dataset.bases)} bases)")
     for task in dataset.tasks:
+        if task.validation not in (None, ValidationMark.VALID):
+            problems.append(
+                f"{task.id}: validation {task.validation}: added by `kotlin-bench add-task`, not valid"
+            )
         task_dir = args.tasks_dir / task.id
         if not task_dir.is_dir():
             problems.append(f"{task_dir}: missing task directory (run `kotlin-bench generate`)")
@@ -302,10 +301,13 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "yes" if status.materialized else "no",
                 status.verified,
                 status.source or "-",
+                task.validation or "-",
                 detail,
             )
         )
-    _out(_table(rows, ("task", "materialized", "verified", "source", "detail")))
+        if task.validation:
+            counts[f"validation {task.validation}"] += 1
+    _out(_table(rows, ("task", "materialized", "verified", "source", "validation", "detail")))
     _out(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
     return 0
 
@@ -479,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
     p.set_defaults(func=cmd_errors)
+    add_task.register(sub)
 
     p = sub.add_parser(
         "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"

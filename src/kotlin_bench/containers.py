@@ -48,8 +48,15 @@ def reap(client: docker.DockerClient, run_key: str) -> int:
 
 
 def start(
-    client: docker.DockerClient, image: str, run_key: str, labels: dict[str, str], cpus: float, memory_mb: int
+    client: docker.DockerClient,
+    image: str,
+    run_key: str,
+    labels: dict[str, str],
+    cpus: float,
+    memory_mb: int,
+    hostname: str | None = None,
 ) -> Container:
+    """Start a container that idles until told what to do; `hostname` None: Docker's random one."""
     host_cpus = os.cpu_count() or 1
     return client.containers.run(
         image,
@@ -59,6 +66,7 @@ def start(
         nano_cpus=int(min(cpus, host_cpus) * 1e9),
         mem_limit=f"{memory_mb}m",
         memswap_limit=f"{memory_mb}m",
+        hostname=hostname,
     )
 
 

@@ -26,6 +26,7 @@ from kotlin_bench.materialize import MirrorSources
 from kotlin_bench.predictions import Prediction, load_predictions
 from kotlin_bench.resources import JobResources, Sizing
 from kotlin_bench.tasks import Task, TaskError, discover, load_task
+from kotlin_bench.validation import phase_labels
 
 SANITY_AGENTS = ("oracle", "nop")  # the sanity sweep's agents: name = kind
 
@@ -46,6 +47,7 @@ class Plan:
     predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
     materialize: dict[str, Any] = field(default_factory=dict)
     tasks_dir: str = "tasks"
+    validation_repeats: int = 0  # extra fix runs of the three-phase validation (config validation.repeats)
     sizing: Sizing = field(default_factory=Sizing)
     base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
 
@@ -93,6 +95,7 @@ class Plan:
             predictions,
             dict(config.get("materialize") or {}),
             str(config["tasks_dir"]),
+            int((config.get("validation") or {}).get("repeats", 0)),
             Sizing.from_config(config.get("resources")),
             config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
         )
@@ -207,6 +210,14 @@ class Plan:
                 found.setdefault(name, names.mirror_dir(task.source.owner, task.source.name))
         return found
 
+    def validation_phases(self, task_id: str) -> list[str]:
+        """The phase records of a task's validation: run, test, fix and the fix repetitions."""
+        labels = phase_labels(self.validation_repeats)
+        return [names.validation_phase(task_id, label) for label in labels]
+
+    def validation_verdicts(self) -> list[str]:
+        return [names.validation_verdict(task_id) for task_id in self.tasks]
+
     def results(self) -> list[str]:
         return [
             names.run_result(agent, task_id, attempt)
@@ -238,7 +249,7 @@ class Plan:
         ]
 
 
-def drop_stale_summary(summary: Path, expected: list[str]) -> list[str]:
+def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
     """Remove the summary when one of its expected results is missing; return the missing ones.
 
     Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
@@ -249,10 +260,18 @@ def drop_stale_summary(summary: Path, expected: list[str]) -> list[str]:
     missing = [p for p in expected if not Path(p).exists()]
     if missing and summary.exists():
         summary.unlink()
-        print(
-            f"kotlin-bench: {len(missing)} run result(s) missing; {summary} will be rebuilt", file=sys.stderr
-        )
+        print(f"kotlin-bench: {len(missing)} {what} missing; {summary} will be rebuilt", file=sys.stderr)
     return missing
+
+
+def drop_stale_validation(plan: Plan) -> None:
+    """drop_stale_summary for the validation: a task's verdict that lacks some of its phase records, and
+    the validation summary that lacks some verdicts, are removed, so that exactly the missing phases run
+    again and everything made from them is rebuilt."""
+    for task_id in plan.tasks:
+        verdict = Path(names.validation_verdict(task_id))
+        drop_stale_summary(verdict, plan.validation_phases(task_id), "validation phase record(s)")
+    drop_stale_summary(Path(names.VALIDATION_SUMMARY_CSV), plan.validation_verdicts(), "task verdict(s)")
 
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:

@@ -47,13 +47,13 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench import HARNESS_VERSION, names
-from kotlin_bench.dataset import PUBLISHED_FILES, Dataset, TaskSpec, split_paths
+from kotlin_bench.dataset import PUBLISHED_FILES, Dataset, Repository, TaskSpec, split_paths
 from kotlin_bench.fsutil import write_atomic
 
 PUBLISHED_URL = "https://github.com/Kotlin/kotlin-swe-bench.git"
@@ -139,6 +139,20 @@ class MirrorSources:
                     f"building the mirror of {owner}/{repo} failed: {(done.stderr or done.stdout).strip()[-500:]}"
                 )
         return dest
+
+
+def build_mirrors(
+    source: UpstreamSource, sources: MirrorSources | None, repositories: Iterable[Repository], root: Path
+) -> UpstreamSource:
+    """`source` with a mirror for each repository that `sources` builds from committed sources (built
+    under `root` as the DAG builds it, when it is not there yet); configured mirrors stay."""
+    if sources is None:
+        return source
+    mirrors = dict(source.mirrors)
+    for repository in repositories:
+        if repository.name not in mirrors:
+            mirrors[repository.name] = str(sources.build(repository.owner, repository.repo, root))
+    return replace(source, mirrors=mirrors)
 
 
 @dataclass
@@ -289,31 +303,57 @@ def materialize_published(task: TaskSpec, task_dir: Path, reader: PublishedReade
 # Upstream
 
 
-def open_upstream(task: TaskSpec, source: UpstreamSource) -> Path:
-    """The git repository holding `task`'s upstream history, with refs/pull/<N>/head present."""
-    location = source.mirrors.get(task.repository.name, task.repository.clone_url)
-    ref = f"refs/pull/{task.pr}/head"
+def upstream_location(repository: Repository, source: UpstreamSource) -> str:
+    """Where the repository's history is read from: its configured mirror, else its clone URL."""
+    return source.mirrors.get(repository.name, repository.clone_url)
+
+
+def open_repository(
+    task_id: str, repository: Repository, pr: int, source: UpstreamSource, commits: Sequence[str] = ()
+) -> Path:
+    """The git repository holding `repository`'s history with refs/pull/<pr>/head present (a URL is
+    cloned bare into the cache, and the ref and `commits` fetched when missing); errors name `task_id`."""
+    location = upstream_location(repository, source)
+    ref = f"refs/pull/{pr}/head"
     if _is_url(location):
-        repo = _bare_clone(location, source.cache_dir / "upstream" / task.owner / f"{task.repo}.git")
-        if not _has_object(repo, ref) or not _has_object(repo, task.base_commit):
-            git(["fetch", "--quiet", "origin", f"+{ref}:{ref}", task.base_commit], cwd=repo, check=False)
+        repo = _bare_clone(
+            location, source.cache_dir / "upstream" / repository.owner / f"{repository.repo}.git"
+        )
+        if not _has_object(repo, ref) or not all(_has_object(repo, c) for c in commits):
+            git(["fetch", "--quiet", "origin", f"+{ref}:{ref}", *commits], cwd=repo, check=False)
     else:
         repo = Path(location)
         if not repo.is_dir():
-            raise MaterializeError(f"{task.id}: the upstream mirror {location} is not a directory")
+            raise MaterializeError(f"{task_id}: the upstream mirror {location} is not a directory")
     if not _has_object(repo, f"{ref}^{{commit}}"):
-        raise MaterializeError(f"{task.id}: {ref} is not in the upstream repository {location}")
+        raise MaterializeError(f"{task_id}: {ref} is not in the upstream repository {location}")
+    return repo
+
+
+def open_upstream(task: TaskSpec, source: UpstreamSource) -> Path:
+    """The git repository holding `task`'s upstream history, with refs/pull/<N>/head present."""
+    repo = open_repository(task.id, task.repository, task.pr, source, [task.base_commit])
     if not _has_object(repo, f"{task.base_commit}^{{commit}}"):
+        location = upstream_location(task.repository, source)
         raise MaterializeError(f"{task.id}: the base commit {task.base_commit} is not in {location}")
     return repo
 
 
+def pull_request_head(repo: Path, pr: int) -> str:
+    return git(["rev-parse", f"refs/pull/{pr}/head^{{commit}}"], cwd=repo).stdout.decode().strip()
+
+
+def changed_files(repo: Path, base: str, head: str) -> list[str]:
+    """The files the diff `base...head` (from their merge base to head) touches, renames as delete + add."""
+    names = git(["diff", "--no-renames", "--name-only", "-z", f"{base}...{head}"], cwd=repo).stdout.decode()
+    return [n for n in names.split("\0") if n]
+
+
 def upstream_patches(task: TaskSpec, repo: Path) -> tuple[bytes, bytes, str, list[str]]:
     """(fix.patch, test.patch, head commit, notes) from the pull request's diff against the base commit."""
-    head = git(["rev-parse", f"refs/pull/{task.pr}/head^{{commit}}"], cwd=repo).stdout.decode().strip()
+    head = pull_request_head(repo, task.pr)
     span = f"{task.base_commit}...{head}"
-    names = git(["diff", "--no-renames", "--name-only", "-z", span], cwd=repo).stdout.decode()
-    changed = [n for n in names.split("\0") if n]
+    changed = changed_files(repo, task.base_commit, head)
     notes: list[str] = []
     if task.fix_files is not None and task.test_files is not None:
         listed = set(task.fix_files) | set(task.test_files)
@@ -364,15 +404,47 @@ def fetch_issue(
     task: TaskSpec, number: int, source: UpstreamSource, fetch_json: FetchJson | None = None
 ) -> dict[str, Any]:
     """The issue's JSON (title, body, ...), from the cache or the GitHub REST API (then cached)."""
-    cache = source.issues_dir / task.owner / task.repo / f"{number}.json"
+    return fetch_github(
+        f"{task.id}: issue #{number}",
+        f"/repos/{task.owner}/{task.repo}/issues/{number}",
+        source.issues_dir / task.owner / task.repo / f"{number}.json",
+        source,
+        fetch_json,
+    )
+
+
+def fetch_pull(
+    task_id: str,
+    repository: Repository,
+    number: int,
+    source: UpstreamSource,
+    fetch_json: FetchJson | None = None,
+) -> dict[str, Any]:
+    """The pull request's JSON (title, body, base, ...), from the cache
+    (`<issues cache>/<owner>/<repo>/pulls/<n>.json`) or the GitHub REST API (then cached)."""
+    owner, repo = repository.owner, repository.repo
+    return fetch_github(
+        f"{task_id}: pull request #{number}",
+        f"/repos/{owner}/{repo}/pulls/{number}",
+        source.issues_dir / owner / repo / "pulls" / f"{number}.json",
+        source,
+        fetch_json,
+    )
+
+
+def fetch_github(
+    what: str, api_path: str, cache: Path, source: UpstreamSource, fetch_json: FetchJson | None = None
+) -> dict[str, Any]:
+    """A GitHub REST API object (it must have a title), read from `cache` or fetched and cached there;
+    errors start with `what`."""
     if cache.is_file():
         try:
             return json.loads(cache.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise MaterializeError(f"{task.id}: issue #{number}: unreadable cache {cache}: {exc}") from None
+            raise MaterializeError(f"{what}: unreadable cache {cache}: {exc}") from None
     if source.offline:
-        raise MaterializeError(f"{task.id}: issue #{number}: not in the cache {cache}, and offline")
-    url = f"{source.api_url.rstrip('/')}/repos/{task.owner}/{task.repo}/issues/{number}"
+        raise MaterializeError(f"{what}: not in the cache {cache}, and offline")
+    url = f"{source.api_url.rstrip('/')}{api_path}"
     headers = {"Accept": "application/vnd.github+json", "User-Agent": "kotlin-bench"}
     if source.token:
         headers["Authorization"] = f"Bearer {source.token}"
@@ -380,10 +452,10 @@ def fetch_issue(
         data = (fetch_json or _default_fetch_json)(url, headers)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise MaterializeError(
-            f"{task.id}: issue #{number}: cannot fetch {url} ({exc}) and it is not in the cache {cache}"
+            f"{what}: cannot fetch {url} ({exc}) and it is not in the cache {cache}"
         ) from None
     if not isinstance(data, dict) or "title" not in data:
-        raise MaterializeError(f"{task.id}: issue #{number}: unexpected answer from {url}")
+        raise MaterializeError(f"{what}: unexpected answer from {url}")
     write_atomic(cache, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     return data
 

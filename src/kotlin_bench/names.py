@@ -101,6 +101,43 @@ TEST_OUTPUT_LOG = "test_output.log"
 LEFTOVER_PROCESSES = "leftover_processes.txt"
 
 
+# Validation: the three phases of a task (run, test, fix and its repetitions fix-<k>), each a record
+# `phase.json` with the copied-out `/logs/phase` beside it, then the task's verdict and derived lists.
+VALIDATION = f"{RESULTS}/validation"
+VALIDATION_SUMMARY_CSV = f"{VALIDATION}/summary.csv"
+VALIDATION_SUMMARY_MD = f"{VALIDATION}/summary.md"
+PHASE_FILE = "phase.json"
+PHASE_OUT = "phase"  # the copied-out /logs/phase: junit.xml, test_output.log, exit_code, problem
+EXIT_CODE = "exit_code"
+PHASE_PROBLEM = "problem"
+VALIDATION_FILE = "validation.json"
+DERIVED_EXPECTED = "expected_tests.json"  # the derived lists, beside validation.json
+
+
+def validation_dir(task_id: str) -> str:
+    return f"{VALIDATION}/{task_id}"
+
+
+def validation_phase_dir(task_id: str, label: str) -> str:
+    return f"{validation_dir(task_id)}/{label}"
+
+
+def validation_phase(task_id: str, label: str) -> str:
+    return f"{validation_phase_dir(task_id, label)}/{PHASE_FILE}"
+
+
+def validation_verdict(task_id: str) -> str:
+    return f"{validation_dir(task_id)}/{VALIDATION_FILE}"
+
+
+def derived_expected(task_id: str) -> str:
+    return f"{validation_dir(task_id)}/{DERIVED_EXPECTED}"
+
+
+def validation_log(task_id: str, label: str) -> str:
+    return log("validation", task_id, label)
+
+
 def mirror_dir(owner: str, repo: str) -> str:
     return f"{RESULTS}/upstream/{owner}/{repo}"
 
@@ -161,6 +198,7 @@ CONTAINER_TESTS = "/tests"
 CONTAINER_SOLUTION = "/solution"
 CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
+CONTAINER_PHASE_LOGS = "/logs/phase"
 CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
 
 # --------------------------------------------------------------------------- labels

@@ -297,7 +297,11 @@ def _build_failed(run_dir: Path | None) -> bool:
     """Whether the tail of the verifier's test output reports a failed build or compilation."""
     if run_dir is None:
         return False
-    log = run_dir / names.VERIFIER_OUT / names.TEST_OUTPUT_LOG
+    return build_failed_in(run_dir / names.VERIFIER_OUT / names.TEST_OUTPUT_LOG)
+
+
+def build_failed_in(log: Path) -> bool:
+    """Whether the tail of a test command's output reports a failed build or compilation."""
     try:
         with log.open("rb") as stream:
             stream.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,16 @@ def logged(log_path: str | Path) -> Iterator[None]:
         except BaseException:
             traceback.print_exc(file=log)
             raise
+
+
+def stop_on_sigterm() -> None:
+    """End the script on SIGTERM (Snakemake or a CI runner stopping the job) as Ctrl-C does, so that
+    `finally` blocks remove the job's containers."""
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
 
 
 def configured_registry(config: dict[str, Any]) -> Registry | None:

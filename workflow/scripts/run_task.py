@@ -6,22 +6,16 @@ SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C doe
 blocks remove the run's containers, and no result is written.
 """
 
-import signal
 from pathlib import Path
 
 from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
 from kotlin_bench.handoff import Limits
 from kotlin_bench.images import docker_client, pin_images, read_sentinel
-from kotlin_bench.smk import configured_registry, logged
+from kotlin_bench.smk import configured_registry, logged, stop_on_sigterm
 from kotlin_bench.tasks import TaskError, load_task
 
-
-def _interrupted(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-signal.signal(signal.SIGTERM, _interrupted)
+stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)

@@ -1,0 +1,66 @@
+# Three-phase validation (kotlin_bench.validation): run, test, fix (and fix-<k> repetitions) per task, each
+# in a fresh container from the task image; the task's verdict and derived lists; the summary.
+from kotlin_bench.dag import drop_stale_validation
+from kotlin_bench.validation import PHASE_LABEL
+
+drop_stale_validation(PLAN)
+
+
+rule validation_phase:
+    input:
+        run_inputs,
+    output:
+        names.validation_phase("{task}", "{phase}"),
+    log:
+        names.validation_log("{task}", "{phase}"),
+    wildcard_constraints:
+        phase=PHASE_LABEL,
+    retries: config.get("retries", 1)
+    conda:
+        "../environment.yml"
+    # one test command in a container from the task image: sized like a run (kotlin_bench.resources)
+    threads: run_resource("threads")
+    resources:
+        docker=1,
+        mem_mb=run_resource("mem_mb"),
+        runtime=run_resource("runtime"),
+        disk_mb=run_resource("disk_mb"),
+        tries=lambda wildcards, attempt: attempt,
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+        retries=config.get("retries", 1),
+    script:
+        "../workflow/scripts/validation_phase.py"
+
+
+rule validation_task:
+    input:
+        phases=lambda wildcards: PLAN.validation_phases(wildcards.task),
+        stamp=lambda wildcards: PLAN.stamp(wildcards.task),
+    output:
+        # and the derived expected_tests.json beside it, when the phases give something to derive from
+        names.validation_verdict("{task}"),
+    log:
+        names.validation_log("{task}", "verdict"),
+    localrule: True
+    conda:
+        "../environment.yml"
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+    script:
+        "../workflow/scripts/validation_task.py"
+
+
+rule validation_summary:
+    input:
+        PLAN.validation_verdicts(),
+    output:
+        csv=names.VALIDATION_SUMMARY_CSV,
+        markdown=names.VALIDATION_SUMMARY_MD,
+    log:
+        names.log("validation", "summary"),
+    localrule: True
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow/scripts/validation_summary.py"
