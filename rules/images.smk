@@ -14,7 +14,6 @@ rule base_image:
         runtime=PLAN.base_image_resources().runtime,
         disk_mb=PLAN.base_image_resources().disk_mb,
     params:
-        root=workflow.basedir,
         manifest=config["bases_manifest"],
         timeout=PLAN.base_build_timeout_sec,
     script:

@@ -25,7 +25,6 @@ rule run:
         prediction=lambda wildcards: PLAN.prediction_digest(
             wildcards.agent, wildcards.task
         ),
-        retries=config.get("retries", 1),
         verifier=config.get("verifier", {}),
         # the capture's limits (kotlin_bench.handoff.Limits; defaults for keys not set)
         capture=config.get("capture", {}),

@@ -28,7 +28,6 @@ rule validation_phase:
         tries=lambda wildcards, attempt: attempt,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
-        retries=config.get("retries", 1),
     script:
         "../workflow/scripts/validation_phase.py"
 

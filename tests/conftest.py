@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.workspace import copy_checkout
+from kotlin_bench.workspace import Workspace, copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
@@ -116,6 +116,16 @@ def docker_engine() -> None:
         if os.environ.get("CI"):
             pytest.fail("no Docker engine: CI must start one (scripts/setup_docker.sh)")
         pytest.skip("no Docker engine (run scripts/setup_docker.sh)")
+
+
+@pytest.fixture(scope="session")
+def finished_examples(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Workspace:
+    """A copy of the repository in which the default workflow ran to the end once (the example dataset,
+    oracle and nop): tests that start from a finished run take a `clone` of it instead of running it again."""
+    ws = Workspace.create(tmp_path_factory.mktemp("finished-examples"), REPO)
+    out = ws.snakemake(timeout=1800)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    return ws
 
 
 REGISTRY = os.environ.get("KOTLIN_BENCH_REGISTRY", "127.0.0.1:5000")

@@ -313,11 +313,10 @@ def test_plan_names_a_row(tmp_path: Path) -> None:
         {"reference": {"claude": "leaderboard:claude code + opus 4.7 XHIGH"}}, ["claude"], REPO
     )
     assert plan.references == {"claude": TOP}
-    assert plan.reference_files() == [
-        str(REPO / "dataset/kotlin-bench.json"),
-        str(REPO / "reference/leaderboard.csv"),
-    ]
-    assert ReproducePlan.from_params(plan.to_params()) == plan
+    # rule inputs, relative to the checkout
+    assert plan.reference_files() == ["dataset/kotlin-bench.json", "reference/leaderboard.csv"]
+    assert ReproducePlan.from_params(plan.to_params(), REPO) == plan
+    assert str(REPO) not in json.dumps(plan.to_params())  # moving the checkout reruns nothing
     with pytest.raises(LeaderboardError, match="the known rows, closest first"):
         ReproducePlan.from_config({"reference": "leaderboard:GPT 9"}, ["claude"], REPO)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -180,9 +181,10 @@ def test_plan_from_config(tmp_path: Path) -> None:
         agents,
         tmp_path,
     )
-    assert plan.references["claude"] == str(tmp_path / "paper.csv")
-    assert plan.reference_files() == [str(tmp_path / "paper.csv")]
-    assert ReproducePlan.from_params(plan.to_params()) == plan
+    assert plan.references["claude"] == "paper.csv"  # relative to the checkout, as given
+    assert plan.reference_files() == ["paper.csv"]
+    assert ReproducePlan.from_params(plan.to_params(), tmp_path) == plan
+    assert str(tmp_path) not in json.dumps(plan.to_params())  # moving the checkout reruns nothing
     every = ReproducePlan.from_config({"reference": "nop"}, agents, tmp_path)
     assert list(every.references) == agents
 

@@ -15,7 +15,6 @@ from kotlin_bench import names
 from kotlin_bench.record import RunResult, Status
 from kotlin_bench.sanity import NetworkCheck, Probe, ProbeResult, classify, headline, judge_task, sanity_table
 from kotlin_bench.workspace import Workspace
-from tests.conftest import REPO
 from tests.factories import make_result
 
 
@@ -98,11 +97,10 @@ CALC, SLUG, UNITS = "examples_calc-4", "examples_slug-8", "examples_units-12"
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Workspace:
-    space = Workspace.create(tmp_path_factory.mktemp("sanity"), REPO)
-    out = space.prepare(CALC, SLUG, UNITS)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return space
+def workspace(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> Workspace:
+    """A clone of the session's finished default run: the sweep reuses the runs of the tasks it leaves
+    unchanged (oracle and nop are the same run targets)."""
+    return finished_examples.clone(tmp_path_factory.mktemp("sanity") / "ws")
 
 
 @pytest.fixture(scope="module")

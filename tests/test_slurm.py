@@ -1,9 +1,10 @@
 """The example dataset on a real Slurm cluster (scripts/setup_slurm.sh: one machine, accounting in slurmdbd).
 
-A workspace copy runs the example dataset locally first (images, materialization, runs, reports); then
-every run is redone through `--workflow-profile profiles/slurm`, each as a Slurm job, and the summary's
-verdict columns must be those of the local run. Slurm costs several seconds per job, so the images and
-the materialized tasks of the local run are reused and only the eight runs go through the cluster.
+A clone of the session's finished local run of the example dataset (conftest `finished_examples`:
+images, materialization, runs, reports) redoes every run through `--workflow-profile profiles/slurm`,
+each as a Slurm job, and the summary's verdict columns must be those of the local run. Slurm costs
+several seconds per job, so the images and the materialized tasks of the local run are reused and only
+the runs go through the cluster.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import pytest
 
 from kotlin_bench import names
 from kotlin_bench.workspace import Workspace
-from tests.conftest import REPO
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.usefixtures("slurm_cluster")]
 SUBMITTED_RE = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
@@ -41,8 +41,16 @@ VERDICT = [
 ]
 
 
+# calc #6's HostNameTest passes or fails by the container's random hostname (examples/README.md): it is in
+# no expected list, so no reward depends on it, but the verifier's validity rule counts it as a fixed test
+# when it passes, so a failing run's reason is `expected_missing` or `no_fixed_test` by chance.
+HOSTNAME_DEPENDENT = {"examples_calc-6"}
+
+
 def verdicts(ws: Workspace) -> pd.DataFrame:
     summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
+    chance = summary.task.isin(HOSTNAME_DEPENDENT) & (summary.status != "resolved")
+    summary.loc[chance, ["reason", "reason_detail"]] = "(by chance)"
     return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
 
 
@@ -65,11 +73,12 @@ def accounting(job_ids: list[str], seconds: float = 60) -> dict[str, list[str]]:
         time.sleep(2)
 
 
-def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(tmp_path) -> None:
-    ws = Workspace.create(tmp_path / "ws", REPO)
-    local = ws.snakemake(timeout=1800)
-    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
+    tmp_path, finished_examples: Workspace
+) -> None:
+    ws = finished_examples.clone(tmp_path / "ws")
     local_verdicts = verdicts(ws)
+    tasks = sorted(set(local_verdicts.task))
     local_reproduction = (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8")
 
     # Every run again, on the cluster; the images and materialized tasks stay. The summary lacks its
@@ -84,7 +93,7 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(tmp_path) 
     submitted = SUBMITTED_RE.findall(output)
     runs = [job for job, rule in submitted if rule == "run"]
     assert {rule for _, rule in submitted} == {"run"}, submitted  # the images were there already
-    assert len(runs) == len(local_verdicts) == 8
+    assert len(runs) == len(local_verdicts) == 2 * len(tasks)  # oracle and nop
     records = accounting(runs)
     comments = set()
     for job in runs:
@@ -100,6 +109,6 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(tmp_path) 
 
     slurm_verdicts = verdicts(ws)
     by_agent = slurm_verdicts.groupby("agent").status.value_counts().to_dict()
-    assert by_agent == {("oracle", "resolved"): 4, ("nop", "unresolved"): 4}
+    assert by_agent == {("oracle", "resolved"): len(tasks), ("nop", "unresolved"): len(tasks)}
     pd.testing.assert_frame_equal(slurm_verdicts, local_verdicts)
     assert (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8") == local_reproduction

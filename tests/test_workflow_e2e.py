@@ -2,6 +2,8 @@
 
 A copy of the repository (tracked and new files, no results) is the workflow's working directory, so the
 test never touches the developer's own `results/`. Images are shared with the host's engine and reused.
+The first run is the session's (conftest `finished_examples`: it fails there if the workflow fails);
+this module works in a clone of it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import copy_repo, snakemake
+from kotlin_bench.workspace import Workspace
+from tests.conftest import snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 # Jobs downstream of any changed run: the summary, its aggregates and plots, and the default target.
@@ -31,14 +34,13 @@ def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_repo(tmp_path_factory.mktemp("workspace"))
+def workspace(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> Path:
+    """A clone of the session's finished default run (conftest), which this module then changes."""
+    return finished_examples.clone(tmp_path_factory.mktemp("workspace") / "ws").root
 
 
 @pytest.fixture(scope="module")
 def first_run(workspace: Path) -> pd.DataFrame:
-    out = snakemake(workspace)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     return pd.read_csv(workspace / "results/summary.csv")
 
 

@@ -135,22 +135,22 @@ class ReproducePlan:
         return cls(references, tolerance, str(root))
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ReproducePlan:
+    def from_params(cls, params: dict[str, Any], root: Path) -> ReproducePlan:
         return cls(
-            dict(params.get("references") or {}),
-            float(params.get("tolerance", DEFAULT_TOLERANCE)),
-            str(params.get("root", ".")),
+            dict(params.get("references") or {}), float(params.get("tolerance", DEFAULT_TOLERANCE)), str(root)
         )
 
     def to_params(self) -> dict[str, Any]:
-        return {"references": dict(self.references), "tolerance": self.tolerance, "root": self.root}
+        """The rule parameters: without the checkout's location (moving it must rerun nothing); reference
+        CSVs inside the checkout are relative to it."""
+        return {"references": dict(self.references), "tolerance": self.tolerance}
 
     def reference_files(self) -> list[str]:
         """The files the verdicts are computed from (rule inputs): CSVs; for a leaderboard row, the table
         and the specification that defines its task set."""
         files = {spec for spec in self.references.values() if reference_kind(spec) is ReferenceKind.TASKS}
         if any(leaderboard.is_reference(spec) for spec in self.references.values()):
-            files |= {str(Path(self.root) / p) for p in (names.LEADERBOARD_CSV, names.BENCHMARK_SPEC)}
+            files |= {names.LEADERBOARD_CSV, names.BENCHMARK_SPEC}  # relative to the checkout, as rule inputs
         return sorted(files - set(BUILTIN))
 
     def outputs(self, suffix: str) -> list[str]:
@@ -180,7 +180,7 @@ def _resolve(spec: str, root: Path) -> str:
     path = Path(spec) if Path(spec).is_absolute() else root / spec
     if not path.is_file():
         raise ReproduceError(f"config reproduce.reference: {path} is not a file (nor oracle / nop)")
-    return str(path)
+    return spec  # relative to the checkout when relative (reproduce_agent reads it there)
 
 
 # --------------------------------------------------------------------------- references
@@ -1021,7 +1021,8 @@ def reproduce_agent(
             agent, reference.label, leaderboard_verdict(comparison), str(csv_path), ReferenceKind.LEADERBOARD
         )
     else:
-        comparison = compare(ours, load_reference(spec, summary), tolerance)
+        source = spec if spec in BUILTIN or Path(spec).is_absolute() else str(root / spec)
+        comparison = compare(ours, load_reference(source, summary), tolerance)
         verdict_ = judge(agent, spec, comparison, str(csv_path))
     write_table(comparison, csv_path)
     write_atomic(md_path, render_reproduction(verdict_, comparison))

@@ -39,6 +39,20 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, interrupted)
 
 
+def workflow_root(script: Any) -> Path:
+    """The workflow's root directory, from a rule script's `snakemake` object (scripts live in
+    <root>/workflow/scripts). Not a rule parameter: the checkout's location changes no result, so moving
+    it must rerun nothing."""
+    return Path(script.scriptdir).parents[1]
+
+
+def configured_retries(config: dict[str, Any]) -> int:
+    """The config's `retries:` (the rules' `retries:` directive reads the same key). Scripts read it from
+    the config, not from a rule parameter: how often a failed job is retried changes no finished result,
+    so changing it must rerun nothing."""
+    return int(config.get("retries", 1))
+
+
 def configured_registry(config: dict[str, Any]) -> Registry | None:
     """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
     registry address changes no result, so changing it must rerun nothing."""

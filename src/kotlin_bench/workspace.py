@@ -62,6 +62,12 @@ class Workspace:
     def create(cls, dest: Path, source: Path, skip: Iterable[str] = ()) -> Workspace:
         return cls(copy_checkout(source, dest, skip).resolve())
 
+    def clone(self, dest: Path) -> Workspace:
+        """A copy of this workspace as it is, results and Snakemake's records included (modification times
+        kept): what was done here is done there, so a workflow finished here has nothing to do there."""
+        shutil.copytree(self.root, dest, symlinks=True)
+        return Workspace(dest.resolve())
+
     # ------------------------------------------------------------------ configuration
 
     def config(self) -> dict[str, Any]:

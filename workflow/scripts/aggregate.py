@@ -8,7 +8,7 @@ from kotlin_bench.fsutil import write_atomic
 from kotlin_bench.render import render_markdown
 from kotlin_bench.report import report_sections
 from kotlin_bench.reproduce import ReproducePlan, reproduce_agent, write_verdicts
-from kotlin_bench.smk import logged
+from kotlin_bench.smk import logged, workflow_root
 from kotlin_bench.stats import rates, rates_by_repository
 from kotlin_bench.summary import read_summary, write_table
 
@@ -18,7 +18,7 @@ with logged(sm.log[0]):
     overall, by_repository = rates(summary), rates_by_repository(summary)
     write_table(overall, Path(sm.output.rates))
     write_table(by_repository, Path(sm.output.by_repository))
-    plan = ReproducePlan.from_params(sm.params.reproduce)
+    plan = ReproducePlan.from_params(sm.params.reproduce, workflow_root(sm))
     verdicts = []
     outputs = zip(plan.references.items(), sm.output.reproduce_md, sm.output.reproduce_csv, strict=True)
     for (agent, spec), md_path, csv_path in outputs:

@@ -4,10 +4,10 @@ from pathlib import Path
 
 from kotlin_bench import names
 from kotlin_bench.images import build_base, parse_manifest
-from kotlin_bench.smk import configured_registry, logged
+from kotlin_bench.smk import configured_registry, logged, workflow_root
 
 sm = snakemake  # noqa: F821
-root = Path(sm.params.root)
+root = workflow_root(sm)
 with logged(sm.log[0]):
     image = names.image(sm.wildcards.repo_key, sm.wildcards.tag)
     entry = next(e for e in parse_manifest(root / sm.params.manifest) if e.image == image)

@@ -12,11 +12,12 @@ from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
 from kotlin_bench.handoff import Limits
 from kotlin_bench.images import docker_client, pin_images, read_sentinel
-from kotlin_bench.smk import configured_registry, logged, stop_on_sigterm
+from kotlin_bench.smk import configured_registry, configured_retries, logged, stop_on_sigterm
 from kotlin_bench.tasks import TaskError, load_task
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
+retries = configured_retries(sm.config)
 with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)
     limits = Limits.from_config(sm.params.capture)
@@ -47,11 +48,11 @@ with logged(sm.log[0]):
                 task, agent, attempt, run_dir, expected_image_id=image, options=options, limits=limits
             )
         except Exception as exc:
-            line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
+            line = f"try {sm.resources.tries} of {retries + 1} failed: {type(exc).__name__}: {exc}"
             print(line)
             with tries.open("a", encoding="utf-8") as record:
                 record.write(line + "\n")
-            if sm.resources.tries <= sm.params.retries:
+            if sm.resources.tries <= retries:
                 runner.wait_for_engine(120)  # an engine that restarts gets time to come back before the retry
                 raise
             result = runner.record_error(

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from kotlin_bench import validation_run
 from kotlin_bench.images import docker_client, pin_images, read_sentinel
-from kotlin_bench.smk import configured_registry, logged, stop_on_sigterm
+from kotlin_bench.smk import configured_registry, configured_retries, logged, stop_on_sigterm
 from kotlin_bench.tasks import TaskError, load_task
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
+retries = configured_retries(sm.config)
 with logged(sm.log[0]):
     label, task_id = sm.wildcards.phase, sm.wildcards.task
     out_dir = Path(sm.output[0]).parent
@@ -27,11 +28,11 @@ with logged(sm.log[0]):
             pin_images(docker_client(), [sentinel], registry)
         record = validation_run.run_phase(task, label, out_dir, read_sentinel(sentinel).id)
     except Exception as exc:
-        line = f"try {sm.resources.tries} of {sm.params.retries + 1} failed: {type(exc).__name__}: {exc}"
+        line = f"try {sm.resources.tries} of {retries + 1} failed: {type(exc).__name__}: {exc}"
         print(line)
         with tries.open("a", encoding="utf-8") as stream:
             stream.write(line + "\n")
-        if sm.resources.tries <= sm.params.retries and not isinstance(exc, TaskError):
+        if sm.resources.tries <= retries and not isinstance(exc, TaskError):
             raise
         history = tries.read_text(encoding="utf-8").splitlines()
         record = validation_run.record_error(task_id, label, out_dir, exc, history)
