@@ -143,4 +143,4 @@ def rates_by_repository(summary: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
 def read_rates(path: Path) -> pd.DataFrame:
     """Read rates.csv or rates_by_repository.csv back (no model: an empty string)."""
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"agent": str, "repository": str})
-    return frame.assign(model=frame["model"].fillna("").astype(str))
+    return frame.assign(model=frame["model"].astype(object).fillna("").astype(str))
