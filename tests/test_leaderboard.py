@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import runpy
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -32,6 +31,7 @@ from kotlin_bench.stats import newcombe_interval, wilson_interval
 from kotlin_bench.summary import summarize, write_table
 from tests.conftest import REPO, SHARED
 from tests.factories import make_result, write_results
+from tests.rule_scripts import aggregate_outputs, run_script
 
 TOP = "leaderboard:Claude Code + Opus 4.7 xhigh"  # 90 of 105
 SET = task_set(REPO / "dataset/kotlin-bench.json")
@@ -321,25 +321,13 @@ def test_plan_names_a_row(tmp_path: Path) -> None:
         ReproducePlan.from_config({"reference": "leaderboard:GPT 9"}, ["claude"], REPO)
 
 
-def run_script(name: str, **parts: Any) -> None:
-    sm = SimpleNamespace(scriptdir=str(REPO / "workflow" / "scripts"), **parts)
-    runpy.run_path(str(REPO / "workflow" / "scripts" / name), init_globals={"snakemake": sm})
-
-
 def test_the_dag_and_the_command_write_the_same_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     summary = tmp_path / "summary.csv"
     write_table(summary_of(tmp_path, runs(88, errors=2) + runs(10, agent="other")), summary)
     dag = tmp_path / "dag"
-    outputs = SimpleNamespace(
-        rates=str(dag / "rates.csv"),
-        by_repository=str(dag / "rates_by_repository.csv"),
-        markdown=str(dag / "summary.md"),
-        verdicts=str(dag / "verdicts.json"),
-        reproduce_md=[str(dag / "claude.md")],
-        reproduce_csv=[str(dag / "claude.csv")],
-    )
+    outputs = aggregate_outputs(dag, ["claude"])
     plan = ReproducePlan.from_config({"reference": {"claude": TOP}}, ["claude", "other"], REPO)
     run_script(
         "aggregate.py",
@@ -352,11 +340,15 @@ def test_the_dag_and_the_command_write_the_same_files(
     code = main(["reproduce", "--summary", str(summary), "--agent", "claude", "--reference", TOP, "--out", str(cli), "--root", str(REPO)])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0
-    assert (cli / "claude.md").read_text() == (dag / "claude.md").read_text()
+    assert (cli / "claude.md").read_text() == (dag / "reproduce/claude.md").read_text()
     pd.testing.assert_frame_equal(
-        read_leaderboard_comparison(cli / "claude.csv"), read_leaderboard_comparison(dag / "claude.csv")
+        read_leaderboard_comparison(cli / "claude.csv"),
+        read_leaderboard_comparison(dag / "reproduce/claude.csv"),
     )
-    [from_dag], [from_cli] = read_verdicts(dag / "verdicts.json"), read_verdicts(cli / "verdicts.json")
+    [from_dag], [from_cli] = (
+        read_verdicts(dag / "reproduce/verdicts.json"),
+        read_verdicts(cli / "verdicts.json"),
+    )
     assert from_dag.text == from_cli.text and from_cli.text.startswith("REPRODUCED: 88/105")
     assert f"claude vs {TOP}: REPRODUCED: 88/105 resolved" in printed
     assert "## Tokens and time" in printed and "## Task set" in printed

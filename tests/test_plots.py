@@ -19,7 +19,7 @@ from kotlin_bench.render import Section, render_html
 from kotlin_bench.stats import rates, rates_by_repository
 from kotlin_bench.summary import summarize
 from tests.factories import make_result, mixed_results, write_results
-from tests.test_report import Files, run_script
+from tests.rule_scripts import Files, aggregate_outputs, run_script
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -109,14 +109,7 @@ def test_plots_script(tmp_path: Path) -> None:
     log = [str(out / "logs/x.log")]
     run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(s=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=log)  # fmt: skip
     reproduce = {"references": {"agent": "nop"}, "tolerance": 0.05}
-    aggregate = Files(
-        rates=str(out / "rates.csv"),
-        by_repository=str(out / "rates_by_repository.csv"),
-        markdown=str(out / "summary.md"),
-        verdicts=str(out / "reproduce/verdicts.json"),
-        reproduce_md=[str(out / "reproduce/agent.md")],
-        reproduce_csv=[str(out / "reproduce/agent.csv")],
-    )
+    aggregate = aggregate_outputs(out, ["agent"])
     params = type("Params", (), {"reproduce": reproduce})()
     run_script(
         "aggregate.py",

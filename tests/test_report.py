@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,8 +13,8 @@ from kotlin_bench.render import markdown_table, render_markdown
 from kotlin_bench.report import report_sections
 from kotlin_bench.stats import rates, rates_by_repository, read_rates
 from kotlin_bench.summary import read_summary, summarize
-from tests.conftest import REPO
 from tests.factories import make_result, mixed_results, mixed_summary, write_results
+from tests.rule_scripts import Files, aggregate_outputs, run_script
 
 
 @pytest.fixture
@@ -49,34 +47,12 @@ def test_markdown_table_escapes() -> None:
     assert table.splitlines() == ["| a | n |", "| --- | ---: |", "| x\\|y | 1 |", "|  | 2 |"]
 
 
-class Files(list):
-    """Snakemake's named lists: a list that also has its names as attributes."""
-
-    def __init__(self, **named: Any) -> None:
-        super().__init__(
-            v for value in named.values() for v in (value if isinstance(value, list) else [value])
-        )
-        self.__dict__.update(named)
-
-
-def run_script(name: str, **parts: Any) -> None:
-    sm = SimpleNamespace(scriptdir=str(REPO / "workflow" / "scripts"), **parts)
-    runpy.run_path(str(REPO / "workflow" / "scripts" / name), init_globals={"snakemake": sm})
-
-
 def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
     run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=[str(out / "logs/summary.log")])  # fmt: skip
     reproduce = {"references": {"oracle": "oracle"}, "tolerance": 0.05}
-    outputs = Files(
-        rates=str(out / "rates.csv"),
-        by_repository=str(out / "rates_by_repository.csv"),
-        markdown=str(out / "summary.md"),
-        verdicts=str(out / "reproduce/verdicts.json"),
-        reproduce_md=[str(out / "reproduce/oracle.md")],
-        reproduce_csv=[str(out / "reproduce/oracle.csv")],
-    )
+    outputs = aggregate_outputs(out, ["oracle"])
     run_script(
         "aggregate.py",
         input=Files(summary=str(out / "summary.csv"), references=[]),
