@@ -350,7 +350,7 @@ def apply_patch(
 ) -> tuple[containers.StreamResult, PatchApplied]:
     """Apply the first of the candidate patches (normalisations, text) that applies, in the agent
     container; the appliers' output goes to `log_path`."""
-    _prepare(container)
+    _prepared(container)
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
         for k, (_steps, text) in enumerate(candidates):

@@ -322,6 +322,12 @@ class PhaseNetwork:
         self.log_path.write_text(self.proxy_log(), encoding="utf-8")
 
 
+def effective_mode(mode: str, allowed_hosts: Sequence[str]) -> str:
+    """The mode a phase is entered in: an empty allowlist admits nothing, so it has no network (no proxy
+    is needed to say so)."""
+    return "no-network" if mode == "allowlist" and not allowed_hosts else mode
+
+
 def enter_phase(
     container: Container,
     mode: str,
@@ -342,8 +348,7 @@ def enter_phase(
         raise ValueError(f"network_mode {mode!r}: expected one of {MODES}")
     if mode != "allowlist" and allowed_hosts:
         raise ValueError("allowed_hosts is only valid with network_mode = 'allowlist'")
-    if mode == "allowlist" and not allowed_hosts:
-        mode = "no-network"  # an empty allowlist admits nothing: no proxy needed to say so
+    mode = effective_mode(mode, allowed_hosts)
     rules = filter_rules(allowed_hosts) if mode == "allowlist" else ""
     ports = sorted({int(p) for p in connect_ports})
     if not ports or not all(0 < p < 65536 for p in ports):

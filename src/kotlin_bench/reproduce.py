@@ -177,10 +177,15 @@ def _resolve(spec: str, root: Path) -> str:
             leaderboard.load_rows(root / names.LEADERBOARD_CSV), leaderboard.row_name(spec)
         )
         return row.reference
-    path = Path(spec) if Path(spec).is_absolute() else root / spec
+    path = _reference_path(spec, root)
     if not path.is_file():
         raise ReproduceError(f"config reproduce.reference: {path} is not a file (nor oracle / nop)")
     return spec  # relative to the checkout when relative (reproduce_agent reads it there)
+
+
+def _reference_path(spec: str, root: Path) -> Path:
+    """A reference CSV's path: `spec` as given, relative to the checkout `root` (an absolute one stays)."""
+    return root / spec
 
 
 # --------------------------------------------------------------------------- references
@@ -1021,7 +1026,7 @@ def reproduce_agent(
             agent, reference.label, leaderboard_verdict(comparison), str(csv_path), ReferenceKind.LEADERBOARD
         )
     else:
-        source = spec if spec in BUILTIN or Path(spec).is_absolute() else str(root / spec)
+        source = spec if spec in BUILTIN else str(_reference_path(spec, root))
         comparison = compare(ours, load_reference(source, summary), tolerance)
         verdict_ = judge(agent, spec, comparison, str(csv_path))
     write_table(comparison, csv_path)

@@ -120,14 +120,6 @@ def allowed_probe_host(task: Task) -> str | None:
     return next((h for h in task.agent.allowed_hosts if not h.startswith("*.")), None)
 
 
-def effective_mode(task: Task) -> str:
-    """The agent phase's mode as `kotlin_bench.network` enters it: an empty allowlist has no network."""
-    phase = task.agent
-    return (
-        "no-network" if phase.network_mode == "allowlist" and not phase.allowed_hosts else phase.network_mode
-    )
-
-
 def classify(line: str, mode: str) -> ProbeResult:
     """One line of the probe's output (`<host> proxy <status line>` or `<host> direct <outcome>`)."""
     host, how, answer = [*line.split(" ", 2), "", ""][:3]
@@ -170,7 +162,7 @@ def check_network(task: Task, image: str) -> NetworkCheck:
     network.reap_networks(client, key)
     allowed = allowed_probe_host(task)
     hosts = [h for h in (allowed, BLOCKED_HOST) if h]
-    mode = effective_mode(task)
+    mode = network.effective_mode(task.agent.network_mode, task.agent.allowed_hosts)
     labels = {names.LABEL_TASK: task.id, names.LABEL_PHASE: "agent", names.LABEL_WORKDIR: str(Path.cwd())}
     container = containers.start(
         client, image, key, labels, task.environment.cpus, task.environment.memory_mb

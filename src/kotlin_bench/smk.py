@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench.images import docker_client, pin_images, read_sentinel
 from kotlin_bench.registry import Registry
 
 
@@ -57,3 +58,13 @@ def configured_registry(config: dict[str, Any]) -> Registry | None:
     """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
     registry address changes no result, so changing it must rerun nothing."""
     return Registry.from_config(config.get("registry"))
+
+
+def task_image_id(config: dict[str, Any], sentinel: Path) -> str:
+    """The id of the task image a job runs (runs, validation phases, network probes). With `registry:`,
+    the exact digest its sentinel records: pulled when this engine lacks it and named as built (Harbor
+    runs it by name); a tag moved elsewhere is refused."""
+    registry = configured_registry(config)
+    if registry:
+        pin_images(docker_client(), [sentinel], registry)
+    return read_sentinel(sentinel).id

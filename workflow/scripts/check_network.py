@@ -3,14 +3,13 @@ phase (see kotlin_bench.sanity)."""
 
 from pathlib import Path
 
-from kotlin_bench.images import read_sentinel
 from kotlin_bench.sanity import check_network
-from kotlin_bench.smk import logged
+from kotlin_bench.smk import logged, task_image_id
 from kotlin_bench.tasks import load_task
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    check = check_network(task, read_sentinel(Path(sm.input[0])).id)
+    check = check_network(task, task_image_id(sm.config, Path(sm.input[0])))
     check.write(Path(sm.output[0]))
     print(f"{task.id}: allowlisted {check.allowed.text}; github.com {check.blocked.outcome}")

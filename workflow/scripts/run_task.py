@@ -11,8 +11,7 @@ from pathlib import Path
 from kotlin_bench import names, runner
 from kotlin_bench.agents import Agent
 from kotlin_bench.handoff import Limits
-from kotlin_bench.images import docker_client, pin_images, read_sentinel
-from kotlin_bench.smk import configured_registry, configured_retries, logged, stop_on_sigterm
+from kotlin_bench.smk import configured_retries, logged, stop_on_sigterm, task_image_id
 from kotlin_bench.tasks import TaskError, load_task
 
 stop_on_sigterm()
@@ -36,13 +35,7 @@ with logged(sm.log[0]):
         if sm.resources.tries == 1:
             tries.unlink(missing_ok=True)
         try:
-            # With `registry:`, the run's image is the exact digest its sentinel records: pulled when this
-            # engine lacks it and named as built (Harbor runs it by name); a tag moved elsewhere is refused.
-            sentinel = Path(sm.input[0])
-            registry = configured_registry(sm.config)
-            if registry:
-                pin_images(docker_client(), [sentinel], registry)
-            image = read_sentinel(sentinel).id
+            image = task_image_id(sm.config, Path(sm.input[0]))
             options = runner.VerifierOptions.from_config(sm.params.verifier)
             result = runner.run(
                 task, agent, attempt, run_dir, expected_image_id=image, options=options, limits=limits

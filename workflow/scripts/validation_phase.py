@@ -7,8 +7,7 @@ phase's record instead, so that the task's verdict names it and the summary of t
 from pathlib import Path
 
 from kotlin_bench import validation_run
-from kotlin_bench.images import docker_client, pin_images, read_sentinel
-from kotlin_bench.smk import configured_registry, configured_retries, logged, stop_on_sigterm
+from kotlin_bench.smk import configured_retries, logged, stop_on_sigterm, task_image_id
 from kotlin_bench.tasks import TaskError, load_task
 
 stop_on_sigterm()
@@ -22,11 +21,8 @@ with logged(sm.log[0]):
         tries.unlink(missing_ok=True)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
-        sentinel = Path(sm.input[0])
-        registry = configured_registry(sm.config)
-        if registry:  # the exact digest the sentinel records, as for runs (rule run)
-            pin_images(docker_client(), [sentinel], registry)
-        record = validation_run.run_phase(task, label, out_dir, read_sentinel(sentinel).id)
+        image = task_image_id(sm.config, Path(sm.input[0]))
+        record = validation_run.run_phase(task, label, out_dir, image)
     except Exception as exc:
         line = f"try {sm.resources.tries} of {retries + 1} failed: {type(exc).__name__}: {exc}"
         print(line)
