@@ -7,7 +7,7 @@ include: "rules/images.smk"
 include: "rules/runs.smk"
 include: "rules/report.smk"
 include: "rules/validation.smk"
-include: "rules/sanity.smk"
+include: "rules/healthcheck.smk"
 
 
 PROGRESS = []

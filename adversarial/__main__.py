@@ -4,7 +4,7 @@ harness (Snakemake, Docker, kotlinc, JUnit) on the example tasks and reported as
     python3 -m adversarial                        # everything: about six minutes on two cores
     python3 -m adversarial --only attacks,sealed  # attacks | faults | bad-input | sealed
 
-Every part works in a throw-away copy of the repository (`kotlin_bench.workspace.Workspace`), never in
+Every part works in a throw-away copy of the repository (`kotlin_bench.tools.workspace.Workspace`), never in
 the developer's own results/. The example images must exist (`snakemake --cores 2` builds them).
 tests/test_integrity.py, test_faults.py, test_bad_input.py and test_sealed_history.py call the same
 functions and assert that every row passed.

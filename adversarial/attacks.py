@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adversarial.common import ADVERSARIAL, TASK, Row, no_containers, record
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core import names
+from kotlin_bench.tools.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def judge_attack(ws: Workspace, attack: Attack) -> Row:
     if not result:
         return Row("attacks", attack.name, "no result", "", False, attack.defence)
     flags = {k: v for k, v in (result.get("flags") or {}).items() if v}
-    leftovers = ws.run_dir(attack.name, TASK) / "verifier" / "leftover_processes.txt"
+    leftovers = ws.run_dir(attack.name, TASK) / names.VERIFIER_OUT / names.LEFTOVER_PROCESSES
     killed = (
         leftovers.read_text(encoding="utf-8", errors="replace").splitlines() if leftovers.is_file() else []
     )

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from adversarial.common import ADVERSARIAL, REPO, TASK, Row, record
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.tools.workspace import Workspace
 
 
 def _raises(call: Callable[[], Any], *needles: str) -> tuple[bool, str]:
@@ -73,10 +73,10 @@ def run_bad_inputs(tmp: Path) -> list[Row]:
     """Each bad input must be rejected with an error that names it (host only, no containers)."""
     from snakemake.utils import validate
 
-    from kotlin_bench.agents import Agent
-    from kotlin_bench.predictions import load_predictions
-    from kotlin_bench.tasks import load_task
-    from kotlin_bench.verifier import junit_compare as jc
+    from kotlin_bench.dataset.predictions import load_predictions
+    from kotlin_bench.dataset.task import load_task
+    from kotlin_bench.runs.agents import agent_from_config
+    from kotlin_bench.scoring.verifier import junit_compare as jc
 
     rows: list[Row] = []
 
@@ -116,12 +116,12 @@ def run_bad_inputs(tmp: Path) -> list[Row]:
         add(label, _raises(lambda change=change: validate({**base, **change}, schema), needle))
     add(
         "unknown agent kind (Agent)",
-        _raises(lambda: Agent.from_config({"name": "x", "kind": "magic"}), "'x'", "magic"),
+        _raises(lambda: agent_from_config({"name": "x", "kind": "magic"}, tmp), "'x'", "magic"),
     )
     add(
         "script agent with a missing file",
         _raises(
-            lambda: Agent.from_config({"name": "x", "kind": "script", "script": str(tmp / "nope.sh")}),
+            lambda: agent_from_config({"name": "x", "kind": "script", "script": str(tmp / "nope.sh")}, tmp),
             "nope.sh",
         ),
     )
@@ -211,7 +211,12 @@ def _collector_cap(tmp: Path) -> list[Row]:
     (reports / "TEST-big.xml").write_bytes(b"<testsuite>" + b" " * 10000 + b"</testsuite>")
     out = tmp / "flood-junit.xml"
     done = subprocess.run(
-        ["bash", str(REPO / "src/kotlin_bench/verifier/kotlin_logs_collector.sh"), str(repo), str(out)],
+        [
+            "bash",
+            str(REPO / "src/kotlin_bench/scoring/verifier/kotlin_logs_collector.sh"),
+            str(repo),
+            str(out),
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "KOTLIN_BENCH_MAX_REPORT_BYTES": "4096"},

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench import names
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core import names
+from kotlin_bench.tools.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 ADVERSARIAL = Path("examples/adversarial")

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from adversarial.common import (
     ADVERSARIAL,
@@ -28,12 +29,15 @@ from adversarial.common import (
     record,
     wait_for,
 )
-from kotlin_bench.images import docker_client
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core import names
+from kotlin_bench.engine.engine import connect
+from kotlin_bench.tools.workspace import Workspace
 
 SLEEPER = "#!/usr/bin/env bash\n# never finishes: the agent timeout must stop it\nsleep 600\n"
-SLOW_GOLD = (
-    "#!/usr/bin/env bash\n# slow but right: four seconds of thought, then the fix of calc #3\nsleep 4\n"
+GATE = "/tmp/kotlin-bench-gate"  # inside the agent container; the suite opens it (`open_gates`)
+GATED_GOLD = (
+    "#!/usr/bin/env bash\n# right, but only once the suite opens the gate: it cannot finish while a signal is due\n"
+    f"while [ ! -e {GATE} ]; do sleep 0.2; done\n"
     + (REPO / ADVERSARIAL / "attacks" / "gold-script.sh").read_text(encoding="utf-8").split("\n", 1)[1]
 )
 FAULT_TASKS = {
@@ -44,13 +48,18 @@ FAULT_TASKS = {
 }
 
 
+def running_tests(container: Any) -> bool:
+    """Whether the verifier's test.sh is running in `container` (it then has its test command to do)."""
+    processes = container.top().get("Processes") or []
+    return any("test.sh" in " ".join(map(str, row)) for row in processes)
+
+
 def _kill_once(ws: Workspace, task: str, done: threading.Event, killed: list[str]) -> None:
-    """Kill the verifier container of `task` once, as soon as it runs."""
+    """Kill the verifier container of `task` once, while its test.sh runs."""
     while not done.is_set():
         with contextlib.suppress(Exception):
             container = phase_container(ws, "verifier", task)
-            if container is not None:
-                time.sleep(1.5)
+            if container is not None and running_tests(container):
                 container.kill()
                 killed.append(container.name)
                 return
@@ -186,10 +195,11 @@ def run_faults(ws: Workspace) -> list[Row]:
 def _signal_once(
     ws: Workspace, target: str, sig: int, group: bool
 ) -> tuple[int | None, subprocess.Popen[bytes]]:
+    """Send `sig` while the run is in its agent phase: the agent waits at a closed gate, so the run
+    cannot finish before the signal, however fast or slow the machine."""
     proc = ws.popen(target)
     found = wait_for(lambda: phase_container(ws, "agent") is not None or proc.poll() is not None, 120)
     if found and proc.poll() is None:
-        time.sleep(1)
         if group:
             os.killpg(proc.pid, sig)
         else:
@@ -201,20 +211,48 @@ def _signal_once(
         return None, proc
 
 
+@contextlib.contextmanager
+def open_gates(ws: Workspace) -> Iterator[None]:
+    """While the block runs, open the gate of every agent container of `ws` that appears."""
+    done = threading.Event()
+
+    def opener() -> None:
+        opened: set[str] = set()
+        while not done.is_set():
+            with contextlib.suppress(Exception):
+                for container in ws.containers(running_only=True):
+                    agent = container.labels.get(names.LABEL_PHASE) == "agent"
+                    if (
+                        agent
+                        and container.id not in opened
+                        and container.exec_run(["touch", GATE]).exit_code == 0
+                    ):
+                        opened.add(container.id)
+            done.wait(0.3)
+
+    thread = threading.Thread(target=opener, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=10)
+
+
 def run_signals(ws: Workspace) -> list[Row]:
     """SIGINT and SIGTERM (to Snakemake's process group, as a terminal or CI sends them) and kill -9 of
     Snakemake alone, each in the agent phase of one run; then the resume."""
     rows: list[Row] = []
-    slow = ws.write("adversarial-input/slow-gold.sh", SLOW_GOLD, 0o755)
-    ws.configure([TASK], [{"name": "slow-gold", "kind": "script", "script": slow}], retries=0)
-    target = ws.target("slow-gold", TASK)
+    gated = ws.write("adversarial-input/gated-gold.sh", GATED_GOLD, 0o755)
+    ws.configure([TASK], [{"name": "gated-gold", "kind": "script", "script": gated}], retries=0)
+    target = ws.target("gated-gold", TASK)
     prep = ws.prepare(TASK)
     if prep.returncode != 0:
         return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
     for name, sig, group in (("SIGINT", signal.SIGINT, True), ("SIGTERM", signal.SIGTERM, True)):
         code, _ = _signal_once(ws, target, sig, group)
         gone = wait_for(lambda: not ws.containers(), 30)
-        result = record(ws, "slow-gold")
+        result = record(ws, "gated-gold")
         locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
         rows.append(
             Row(
@@ -229,8 +267,9 @@ def run_signals(ws: Workspace) -> list[Row]:
     locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
     refused = ws.snakemake(target)
     unlock = ws.snakemake("--unlock")
-    resumed = ws.snakemake(target)
-    result = record(ws, "slow-gold")
+    with open_gates(ws):  # the orphan, then the resumed run, may finish now
+        resumed = ws.snakemake(target)
+    result = record(ws, "gated-gold")
     clean, left = no_containers(ws)
     rows.append(
         Row(
@@ -253,7 +292,7 @@ def run_signals(ws: Workspace) -> list[Row]:
 def _foreign_containers(ws: Workspace) -> list[str]:
     """Running containers that are not this workspace's (a restart of the engine would stop them)."""
     ours = {c.id for c in ws.containers()}
-    return [c.name for c in docker_client().containers.list() if c.id not in ours]
+    return [c.name for c in connect().containers.list() if c.id not in ours]
 
 
 def restart_engine(timeout: float = 90) -> None:
@@ -286,6 +325,13 @@ def _engine_busy(ws: Workspace) -> Row | None:
     )
 
 
+def _verifying(ws: Workspace) -> bool:
+    with contextlib.suppress(Exception):
+        container = phase_container(ws, "verifier")
+        return container is not None and running_tests(container)
+    return False
+
+
 def run_engine_restart(ws: Workspace) -> list[Row]:
     """dockerd stopped and started again while a run is in its verifier phase: the try fails, the retry
     waits for the engine and scores the run; the stopped containers are reaped."""
@@ -299,8 +345,7 @@ def run_engine_restart(ws: Workspace) -> list[Row]:
         return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
     proc = ws.popen(target)
     try:
-        wait_for(lambda: phase_container(ws, "verifier") is not None or proc.poll() is not None, 180)
-        time.sleep(2)
+        wait_for(lambda: _verifying(ws) or proc.poll() is not None, 180)
         busy = _engine_busy(ws)  # again: someone may have started containers meanwhile
         if busy is None:
             restart_engine()

@@ -82,10 +82,11 @@ echo "pr_present=$present"
 def run_sealed(tasks: list[str] | None = None) -> list[Row]:
     """In every example task image the base commit and its ancestors are reachable on `task-base`, and
     no later commit nor any object of the fix exists."""
-    from kotlin_bench.images import docker_client, image_id
-    from kotlin_bench.tasks import discover, load_task
+    from kotlin_bench.dataset.task import discover, load_task
+    from kotlin_bench.engine.engine import connect
+    from kotlin_bench.engine.images import image_id
 
-    client = docker_client()
+    client = connect()
     loaded = [load_task(p, require_materialized=False) for p in discover(REPO / "examples/tasks")]
     selected = [t for t in loaded if tasks is None or t.id in tasks]
     rows: list[Row] = []

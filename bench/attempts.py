@@ -11,10 +11,10 @@ Variants (interleaved: the order rotates with the repetition):
   Harbor's own first build left (Harbor serializes builds of one environment);
 - `harbor_default_warm` (full suite only): the same without the nonce, so every build may hit the cache of
   earlier Harbor runs on this machine (Harbor used repeatedly on the same tasks);
-- `harbor_prebuilt`: the task dirs staged by `kotlin_bench.harbor.stage_task` (`[environment].docker_image` = our
+- `harbor_prebuilt`: the task dirs staged by `kotlin_bench.runs.agents.harbor.stage_task` (`[environment].docker_image` = our
   image), so Harbor builds nothing.
 
-Every Harbor variant runs with the network isolation of `kotlin_bench.harbor` (network modes dropped from
+Every Harbor variant runs with the network isolation of `kotlin_bench.runs.agents.harbor` (network modes dropped from
 task.toml, `--extra-docker-compose` giving the main service `network_mode: none`): Harbor's allowlist
 sidecar image is not available on a host without a registry. Each job is checked: 12 trial results with
 reward 1.0, and no image or container of its trials left behind.
@@ -54,8 +54,8 @@ from bench.common import (
     write_config,
 )
 from bench.prepare import sync_sentinels
-from kotlin_bench.harbor import ISOLATE_COMPOSE, stage_task
-from kotlin_bench.tasks import load_task
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, stage_task
 
 K = 3
 CONCURRENCY = 2

@@ -20,10 +20,10 @@ from typing import Any
 import psutil
 import yaml
 
-from kotlin_bench import names
-from kotlin_bench.fsutil import atomic_path
-from kotlin_bench.workspace import EXAMPLE_TASKS as EXAMPLE_DIR
-from kotlin_bench.workspace import copy_checkout
+from kotlin_bench.core import names
+from kotlin_bench.core.fsutil import atomic_path
+from kotlin_bench.tools.workspace import EXAMPLE_TASKS as EXAMPLE_DIR
+from kotlin_bench.tools.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 HARBOR_BIN = REPO / ".harbor/venv/bin/harbor"

@@ -16,7 +16,7 @@ import subprocess
 import docker
 
 from bench.common import EXAMPLE_TASKS, REPO, Context, Row, log
-from kotlin_bench.tasks import load_task
+from kotlin_bench.dataset.task import load_task
 
 UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from bench.common import EXAMPLE_TASKS, Context, Row, job_counts, log, read_json, result_path, snakemake
+from bench.common import EXAMPLE_TASKS, Context, Row, log, read_json, result_path, snakemake
 from bench.prepare import sync_sentinels
+from kotlin_bench.tools.workspace import job_counts
 
 REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "all": 1}
 

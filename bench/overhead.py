@@ -4,7 +4,7 @@ Three variants, interleaved (the order rotates with the repetition and the task)
 
 - `bare`: one `docker run --rm` of the task image (same CPU and memory limits, no network) that applies
   solution/fix.patch and tests/test.patch and runs the test command: the physical limit;
-- `runner`: `kotlin_bench.runner.run` called in this process on the loaded task: the harness's own work for a
+- `runner`: `kotlin_bench.runs.runner.run` called in this process on the loaded task: the harness's own work for a
   run (agent container, diff capture, fresh verifier container, test.sh with JUnit collection and
   comparison, copies in and out, the agent phase's allowlist network and proxy);
 - `snakemake`: `snakemake --cores 1 <result.json>` in the workspace after deleting that run: what a user
@@ -20,9 +20,9 @@ from pathlib import Path
 
 from bench.common import AGENT, EXAMPLE_TASKS, Context, Row, log, read_json, result_path, run_timed, snakemake
 from bench.prepare import sync_sentinels
-from kotlin_bench import runner
-from kotlin_bench.agents import Agent
-from kotlin_bench.tasks import Task, load_task
+from kotlin_bench.dataset.task import Task, load_task
+from kotlin_bench.runs import runner
+from kotlin_bench.runs.agents import Agent
 
 VARIANTS = ("bare", "runner", "snakemake")
 

@@ -20,7 +20,7 @@ from bench.common import (
     stamp,
     write_config,
 )
-from kotlin_bench import names
+from kotlin_bench.core import names
 
 
 def current_image_ids() -> dict[str, str]:

@@ -34,11 +34,11 @@ from bench.common import (
     PeakRss,
     Row,
     docker_env_without_engine,
-    job_counts,
     log,
     make_workspace,
     run_timed,
 )
+from kotlin_bench.tools.workspace import job_counts
 
 MATERIALIZED = ("instruction.md", "solution/fix.patch", "tests/test.patch", "tests/expected_tests.json")
 AGENTS = [

@@ -2,9 +2,9 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-from kotlin_bench import names
-from kotlin_bench.dag import Plan, drop_stale_summary
-from kotlin_bench.progress import start_progress
+from kotlin_bench.core import names
+from kotlin_bench.dag.plan import Plan, drop_stale_summary
+from kotlin_bench.dag.progress import start_progress
 
 min_version("9.0")
 
@@ -61,8 +61,8 @@ def all_results(wildcards):
     return PLAN.results()
 
 
-def sanity_runs(wildcards):
-    return PLAN.sanity_results()
+def healthcheck_runs(wildcards):
+    return PLAN.healthcheck_results()
 
 
 def network_checks(wildcards):

@@ -1,4 +1,4 @@
-from kotlin_bench.reproduce import ReproducePlan
+from kotlin_bench.results.reproduce.plan import ReproducePlan
 
 REPRODUCE = ReproducePlan.from_config(
     config.get("reproduce"), list(PLAN.agents), Path(workflow.basedir)

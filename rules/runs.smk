@@ -10,7 +10,7 @@ rule run:
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
-    # sized from the task (kotlin_bench.resources; README "Running on a cluster")
+    # sized from the task (kotlin_bench.dag.resources; README "Running on a cluster")
     threads: run_resource("threads")
     resources:
         docker=1,
@@ -26,7 +26,7 @@ rule run:
             wildcards.agent, wildcards.task
         ),
         verifier=config.get("verifier", {}),
-        # the capture's limits (kotlin_bench.handoff.Limits; defaults for keys not set)
+        # the capture's limits (kotlin_bench.runs.handoff.Limits; defaults for keys not set)
         capture=config.get("capture", {}),
     script:
         "../workflow/scripts/run_task.py"

@@ -1,7 +1,7 @@
-# Three-phase validation (kotlin_bench.validation): run, test, fix (and fix-<k> repetitions) per task, each
+# Three-phase validation (kotlin_bench.validation.derive): run, test, fix (and fix-<k> repetitions) per task, each
 # in a fresh container from the task image; the task's verdict and derived lists; the summary.
-from kotlin_bench.dag import drop_stale_validation
-from kotlin_bench.validation import PHASE_LABEL
+from kotlin_bench.dag.plan import drop_stale_validation
+from kotlin_bench.validation.records import PHASE_LABEL
 
 drop_stale_validation(PLAN)
 
@@ -18,7 +18,7 @@ rule validation_phase:
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
-    # one test command in a container from the task image: sized like a run (kotlin_bench.resources)
+    # one test command in a container from the task image: sized like a run (kotlin_bench.dag.resources)
     threads: run_resource("threads")
     resources:
         docker=1,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.workspace import Workspace, copy_checkout
+from kotlin_bench.tools.workspace import Workspace, copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench import names
-from kotlin_bench.record import RunResult, Status
-from kotlin_bench.summary import summarize
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.results.summary import summarize
 
 CATEGORIES_OK = {
     "f2p": {"expected": 2, "landed": 2, "missing": []},
@@ -57,12 +57,17 @@ def mixed_results() -> list[RunResult]:
     results += [
         make_result("calc-1", "agent", model="m1", agent_result={"n_input_tokens": 1200, "n_output_tokens": 300, "cost_usd": 0.042}),
         make_result(
-            "calc-2", "agent", status="unresolved", model="m1", reason="f2p",
+            "calc-2", "agent", status="unresolved", model="m1", reason="f2p_failed",
+            reason_detail="expected_missing: f2p 1 of 2",
             verifier=verifier_report(["expected_missing: f2p 1 of 2"], f2p_landed=1),
         ),
-        make_result("slug-1", "agent", status="unresolved", model="m1", reason="verifier_timeout"),
         make_result(
-            "units-1", "agent", status="error", model="m1", reason="RunError", error="the engine went away",
+            "slug-1", "agent", status="unresolved", model="m1", reason="verifier_timeout",
+            reason_detail="verifier_timeout",
+        ),
+        make_result(
+            "units-1", "agent", status="error", model="m1", reason="infrastructure", reason_detail="RunError",
+            error="the engine went away",
             timings={},
         ),
     ]  # fmt: skip

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.add_task import (
+from kotlin_bench.dataset.materialize import UpstreamSource
+from kotlin_bench.dataset.spec import SpecError, ValidationMark, load_dataset, put_task, task_entry
+from kotlin_bench.tools.add_task import (
     AddTaskError,
     acceptance_problems,
     closing_issues,
@@ -20,9 +22,7 @@ from kotlin_bench.add_task import (
     read_pull_request,
     task_id_for,
 )
-from kotlin_bench.dataset import SpecError, ValidationMark, load_dataset, put_task, task_entry
-from kotlin_bench.materialize import UpstreamSource
-from kotlin_bench.validation import TaskValidation
+from kotlin_bench.validation.records import TaskValidation
 from tests.conftest import REPO
 
 BUILDER = REPO / "examples/bases/toolchain/make-upstream-repo.sh"
@@ -213,7 +213,7 @@ def test_a_new_task_needs_an_f2p_test() -> None:
 def test_kotlin_bench_says_which_tasks_are_not_valid(
     upstream, calc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kotlin_bench.cli import main
+    from kotlin_bench.tools.cli import main
 
     spec = tmp_path / "dataset.json"
     shutil.copy(SPEC, spec)
@@ -223,6 +223,6 @@ def test_kotlin_bench_says_which_tasks_are_not_valid(
     out = capsys.readouterr().out
     assert any(line.startswith("examples_calc-2") and " pending " in line for line in out.splitlines()), out
     assert "validation pending: 1" in out
-    assert main(["validate", "--spec", str(spec), "--tasks-dir", str(tmp_path / "tasks")]) == 1
+    assert main(["lint", "--spec", str(spec), "--tasks-dir", str(tmp_path / "tasks")]) == 1
     err = capsys.readouterr().err
     assert "error: examples_calc-2: validation pending: added by `kotlin-bench add-task`, not valid" in err

@@ -107,7 +107,7 @@ def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFr
     assert result["kind"] == "harbor" and result["reward"] == 1.0
     assert (run / result["trial_result"]).is_file()
     assert (run / "verifier/junit.xml").read_text().count("<testcase") > 0
-    staged = (run / "harbor/task/examples_calc-4/task.toml").read_text()
+    staged = (run / "work/harbor/task/examples_calc-4/task.toml").read_text()
     assert 'docker_image = "kotlin-bench/examples_calc:pr-4"' in staged
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from adversarial.bad_input import apply_patch, init_repo, run_bad_inputs, run_bad_task_keep_going
 from adversarial.common import TASK, Row, render
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench.cli import main
-from kotlin_bench.registry import Registry
-from kotlin_bench.workspace import copy_checkout
+from kotlin_bench.engine.registry import Registry
+from kotlin_bench.tools.cli import main
+from kotlin_bench.tools.workspace import copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = "0123456789abcdef0123456789abcdef01234567"
@@ -100,15 +100,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 GEN = ["generate", "--spec", "dataset/tiny.json", "--out", "tasks", "--verifier-dir", "verifier"]
 
 
-@pytest.mark.parametrize(
-    "command", [["kotlin-bench"], [sys.executable, "-m", "kotlin_bench"], [sys.executable, "-m", "workflow"]]
-)
+@pytest.mark.parametrize("command", [["kotlin-bench"], [sys.executable, "-m", "kotlin_bench"]])
 def test_command_help_runs(command: list[str]) -> None:
-    """The console command, the module, and (for one release, with a note) the old `python -m workflow`."""
+    """The console command and the module."""
     proc = subprocess.run([*command, "--help"], cwd=REPO, capture_output=True, text=True, check=True)
-    for sub in ("generate", "materialize", "validate", "status", "plan", "build-bases", "errors"):
+    for sub in ("generate", "materialize", "lint", "validate", "status", "plan", "build-bases", "errors"):
         assert sub in proc.stdout
-    assert ("deprecated" in proc.stderr) == (command[-1] == "workflow")
 
 
 def test_generate_then_check(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,7 +184,7 @@ def test_materialize_validate_status(project: Path, capsys: pytest.CaptureFixtur
         "acme_widgets-2": ["yes", "unknown", "published"],
     }
 
-    validate = ["validate", "--spec", "dataset/tiny.json", "--materialized"]
+    validate = ["lint", "--spec", "dataset/tiny.json", "--materialized"]
     assert main(validate) == 1  # the fake verifier in tasks differs from the package's verifier: drift
     err = capsys.readouterr().err
     assert "differs from generation" in err
@@ -255,7 +252,7 @@ def test_validate_checks_the_manifest(project: Path, capsys: pytest.CaptureFixtu
     # The fake verifier makes generated files differ from a default-verifier generation; regenerate.
     assert main(["generate", "--spec", "dataset/tiny.json", "--out", "tasks"]) == 0
     capsys.readouterr()
-    assert main(["validate", "--spec", "dataset/tiny.json"]) == 0
+    assert main(["lint", "--spec", "dataset/tiny.json"]) == 0
     out = capsys.readouterr().out
     assert "acme/widgets  MIT      2" in out
     assert "licenses: MIT 2" in out
@@ -263,14 +260,14 @@ def test_validate_checks_the_manifest(project: Path, capsys: pytest.CaptureFixtu
     manifest.write_text(
         manifest.read_text().replace("acme_widgets base ", "acme_widgets other ") + "x y bases/nope\n"
     )
-    assert main(["validate", "--spec", "dataset/tiny.json"]) == 1
+    assert main(["lint", "--spec", "dataset/tiny.json"]) == 1
     err = capsys.readouterr().err
     assert "recipe bases/nope of kotlin-bench/x:y does not exist" in err
     assert "FROM kotlin-bench/acme_widgets:base is not in bases/manifest" in err
     assert "the specification's base kotlin-bench/acme_widgets:base is not listed" in err
     recipe = project / "bases/acme_widgets/Dockerfile.base"
     recipe.write_text(recipe.read_text().replace("FROM eclipse-temurin:17-jdk", "FROM kotlin-bench/zzz:1"))
-    assert main(["validate", "--spec", "dataset/tiny.json"]) == 1
+    assert main(["lint", "--spec", "dataset/tiny.json"]) == 1
     assert "FROM kotlin-bench/zzz:1 is not in bases/manifest" in capsys.readouterr().err
 
 
@@ -290,10 +287,10 @@ def test_plan_lists_bases_then_tasks(project: Path, capsys: pytest.CaptureFixtur
 
 
 def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kotlin_bench.images
+    import kotlin_bench.engine.images
 
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(kotlin_bench.images, "build_manifest_images", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(kotlin_bench.engine.images, "build_manifest_images", lambda **kw: calls.append(kw))
     assert main(["build-bases", "--only", "acme_widgets", "--rebuild", "--logs-dir", "logs"]) == 0
     assert calls == [
         {
@@ -328,7 +325,7 @@ def test_the_repository_validates(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(REPO)
-    assert main(["validate"]) == 0, capsys.readouterr().err
+    assert main(["lint"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "dataset/kotlin-bench.json: valid (106 tasks, 13 bases)" in out
     assert "pinterest/ktlint         MIT         43" in out
@@ -351,3 +348,19 @@ def test_materialize_the_bundled_default_builds_its_mirrors_as_the_dag_does(tmp_
         work / "results/upstream/examples/calc/.git"
     ).is_dir()
     assert (work / "examples/tasks" / task / "solution/fix.patch").stat().st_size > 0
+
+
+def test_an_old_command_name_still_works_with_a_note(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate` is `lint`'s name before 0.3: the same answer, and a note naming the new one."""
+    assert main(["generate", "--spec", "dataset/tiny.json", "--out", "tasks"]) == 0
+    capsys.readouterr()
+    assert (
+        main(["validate", "--spec", "dataset/tiny.json"])
+        == main(["lint", "--spec", "dataset/tiny.json"])
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "`kotlin-bench validate` is now `kotlin-bench lint`" in captured.err
+    assert captured.err.count("is now") == 1

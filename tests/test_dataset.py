@@ -12,18 +12,20 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench.dataset import (
+from kotlin_bench.dataset.generate import (
     OWNED_TASK_FILES,
     TEMPLATES_DIR,
-    SpecError,
     generate,
+    render_init_script,
+    render_prepare_env,
+    render_warmup,
+)
+from kotlin_bench.dataset.spec import (
+    SpecError,
     glob_to_regex,
     load_dataset,
     matches_any,
     parse_dataset,
-    render_init_script,
-    render_prepare_env,
-    render_warmup,
     split_paths,
 )
 
@@ -310,7 +312,7 @@ def _generate(tmp_path: Path, verifier_dir: Path, spec: dict[str, Any] | None = 
 
 
 def test_generation_writes_the_design_layout(tmp_path: Path, verifier_dir: Path) -> None:
-    from kotlin_bench.tasks import load_task
+    from kotlin_bench.dataset.task import load_task
 
     _generate(tmp_path, verifier_dir)
     t7 = tmp_path / "tasks" / "acme_widgets-7"
@@ -786,7 +788,7 @@ def test_generation_carries_the_published_facts(tmp_path: Path, verifier_dir: Pa
     assert tomllib.loads((t7 / "task.toml").read_text())["metadata"]["kotlin_bench"][
         "strip_test_name_suffixes"
     ] == ["[jvm]"]
-    from kotlin_bench.tasks import load_task
+    from kotlin_bench.dataset.task import load_task
 
     assert load_task(t7, require_materialized=False).scorer_args == ["--strip-name-suffix", "[jvm]"]
     assert "GIT_CONFIG=(core.filemode false)" in (t7 / "environment/prepare.env").read_text()

@@ -13,8 +13,8 @@ import pytest
 
 from adversarial.common import Row, render
 from adversarial.faults import ensure_engine, run_engine_restart, run_faults, run_signals
-from kotlin_bench import names
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core import names
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -88,11 +88,11 @@ def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempP
 def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
     """A run reaps the leftovers of its own key when it starts; the key names the workflow directory,
     so the same (agent, task, attempt) in another checkout is left alone."""
-    from kotlin_bench.containers import KEEPALIVE, reap
-    from kotlin_bench.images import docker_client
-    from kotlin_bench.runner import workdir_tag
+    from kotlin_bench.core.names import workdir_tag
+    from kotlin_bench.engine.containers import KEEPALIVE, reap
+    from kotlin_bench.engine.engine import connect
 
-    client = docker_client()
+    client = connect()
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     started = [
         client.containers.run(

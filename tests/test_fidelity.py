@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench import fidelity
-from kotlin_bench.cli import main
-from kotlin_bench.dataset import VERIFIER_DIR, generate, parse_dataset
-from kotlin_bench.fidelity import Impact
-from kotlin_bench.materialize import PublishedSource
+from kotlin_bench.dataset import fidelity
+from kotlin_bench.dataset.fidelity import Impact
+from kotlin_bench.dataset.generate import VERIFIER_DIR, generate
+from kotlin_bench.dataset.materialize import PublishedSource
+from kotlin_bench.dataset.spec import parse_dataset
+from kotlin_bench.tools.cli import main
 
 BASE = "0123456789abcdef0123456789abcdef01234567"
 HOSTS = ["repo1.maven.org", "plugins.gradle.org"]
@@ -342,8 +343,8 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(tmp_path: Pat
     """An agent that writes the fix and also edits the test file the hidden test patch changes (and adds
     the tests it adds, its own way) resolves: the published verifier restores those files first. With
     `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed)."""
-    from kotlin_bench.record import Status
-    from kotlin_bench.workspace import Workspace
+    from kotlin_bench.core.record import Status
+    from kotlin_bench.tools.workspace import Workspace
     from tests.conftest import REPO
 
     task = "examples_calc-4"

@@ -1,4 +1,4 @@
-"""The hand-off of an agent's work (kotlin_bench.handoff): whatever the agent did to git, its work tree
+"""The hand-off of an agent's work (kotlin_bench.runs.handoff): whatever the agent did to git, its work tree
 arrives in the fresh verifier container byte for byte (modes and symlinks included), except what is
 ignored or left out by the limits, which is listed; self-harm is scored from what can be recovered;
 predicted patches are applied the way model outputs really look.
@@ -22,12 +22,16 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench import containers, handoff, names
-from kotlin_bench.images import docker_client, read_sentinel
-from kotlin_bench.predictions import load_predictions, patch_candidates
-from kotlin_bench.record import Reason, RunResult
-from kotlin_bench.tasks import Task, load_task
-from kotlin_bench.workspace import EXAMPLE_TASKS, Workspace
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult
+from kotlin_bench.dataset.predictions import load_predictions, patch_candidates
+from kotlin_bench.dataset.task import Task, load_task
+from kotlin_bench.engine import containers
+from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.images import read_sentinel
+from kotlin_bench.runs import handoff
+from kotlin_bench.scoring.reasons import Reason
+from kotlin_bench.tools.workspace import EXAMPLE_TASKS, Workspace
 from tests.conftest import REPO
 
 TASK = "examples_calc-4"
@@ -323,7 +327,7 @@ def site(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Itera
     image = read_sentinel(ws.root / names.task_sentinel(TASK)).id
     found = Site(ws, task, image)
     yield found
-    client = docker_client()
+    client = connect()
     for container in client.containers.list(all=True, filters={"label": f"{names.LABEL_RUN}={found.key}"}):
         containers.remove(container)
     for container in ws.containers():
@@ -357,7 +361,7 @@ def hand_off(
 ) -> HandOff:
     """Run (the fix and) `thing` in an agent container, capture, apply in a fresh one, list both trees."""
     task = task or site.task
-    client = docker_client()
+    client = connect()
     start = lambda phase: containers.start(  # noqa: E731
         client, site.image, site.key, site.labels() | {names.LABEL_PHASE: phase}, 1, 2048
     )
@@ -527,7 +531,7 @@ git add -A && GIT_AUTHOR_DATE="1000000000 +0000" GIT_COMMITTER_DATE="1000000000 
 
 
 def _base_commit(site: Site, setup: str) -> str:
-    client = docker_client()
+    client = connect()
     box = containers.start(
         client, site.image, site.key, site.labels() | {names.LABEL_PHASE: "setup"}, 1, 1024
     )
@@ -544,7 +548,7 @@ def test_predicted_patches_in_every_shape_apply_and_garbage_keeps_the_message(
     site: Site, tmp_path: Path
 ) -> None:
     gold = (site.ws.root / EXAMPLE_TASKS / TASK / names.FIX_PATCH).read_text(encoding="utf-8")
-    client = docker_client()
+    client = connect()
     shapes = {
         "as given": (gold, ()),
         "fenced with prose (git apply skips both)": (f"Here is my fix.\n\n```diff\n{gold}```\nDone.\n", ()),

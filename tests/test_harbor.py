@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.harbor import command, map_trial, redact_secrets, stage_task
-from kotlin_bench.tasks import load_task
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.runs.agents.harbor import command, map_trial, redact_secrets, stage_task
 
 TRIAL = {
     "verifier_result": {"rewards": {"reward": 1.0}},

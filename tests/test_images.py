@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.images import (
+from kotlin_bench.engine.images import (
     ImageError,
     build_base,
     context_files,

@@ -13,10 +13,12 @@ import pytest
 
 from adversarial.attacks import ATTACKS, run_attacks
 from adversarial.common import Row, render
-from kotlin_bench import integrity
-from kotlin_bench.record import RunResult, digest_problems, task_digest, verifier_digest
-from kotlin_bench.tasks import load_task
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core.record import RunResult, digest_problems, task_digest, verifier_digest
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.results.provenance import stale_results
+from kotlin_bench.runs import tamper as integrity
+from kotlin_bench.scoring.rescore import rescore, verdict_problem
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 CALC = REPO / "examples/tasks/examples_calc-4"
@@ -114,13 +116,13 @@ def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(
     tmp_path: Path, calc_copy: Path
 ) -> None:
     task = load_task(calc_copy)
-    assert integrity.rescore(task, _verifier_out(tmp_path / "a", passing=True))[0] == 1.0
-    assert integrity.verdict_problem(task, tmp_path / "a/verifier", 1.0) is None
+    assert rescore(task.path, _verifier_out(tmp_path / "a", passing=True))[0] == 1.0
+    assert verdict_problem(task.path, tmp_path / "a/verifier", 1.0) is None
     failing = _verifier_out(tmp_path / "b", passing=False)
-    problem = integrity.verdict_problem(task, failing, 1.0)
+    problem = verdict_problem(task.path, failing, 1.0)
     assert problem and "host's re-scoring" in problem and "f2p" in problem
-    assert integrity.verdict_problem(task, failing, 0.0) is None
-    assert integrity.rescore(task, tmp_path)[0] == 0.0  # no junit.xml at all
+    assert verdict_problem(task.path, failing, 0.0) is None
+    assert rescore(task.path, tmp_path)[0] == 0.0  # no junit.xml at all
 
 
 def test_digest_problems_detect_another_task_or_verifier_version(calc_copy: Path) -> None:
@@ -146,9 +148,9 @@ def test_stale_results_name_the_result_that_no_longer_matches(calc_copy: Path, t
     result.task_digest, result.verifier_digest = task_digest(task.path), verifier_digest(task.path)
     path = tmp_path / "result.json"
     result.write(path)
-    assert integrity.stale_results([path], calc_copy.parent) == []
+    assert stale_results([path], calc_copy.parent) == []
     (calc_copy / "tests/test.sh").write_text((calc_copy / "tests/test.sh").read_text() + "# v2\n")
-    [line] = [x for x in integrity.stale_results([path], calc_copy.parent) if "verifier_digest" in x]
+    [line] = [x for x in stale_results([path], calc_copy.parent) if "verifier_digest" in x]
     assert line.startswith(str(path))
 
 

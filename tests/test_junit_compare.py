@@ -1,4 +1,4 @@
-"""Tests of src/kotlin_bench/verifier/junit_compare.py: JUnit parsing, Multi-SWE-bench scoring, fail-closed CLI."""
+"""Tests of src/kotlin_bench/scoring/verifier/junit_compare.py: JUnit parsing, Multi-SWE-bench scoring, fail-closed CLI."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "src" / "kotlin_bench" / "verifier" / "junit_compare.py"
+SCRIPT = REPO / "src" / "kotlin_bench" / "scoring" / "verifier" / "junit_compare.py"
 
 
 def _load_module() -> ModuleType:

@@ -12,23 +12,23 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kotlin_bench import leaderboard
-from kotlin_bench.cli import main
-from kotlin_bench.leaderboard import LeaderboardError, find_row, load_rows, parse_latency, task_set
-from kotlin_bench.record import RunResult
-from kotlin_bench.reproduce import (
+from kotlin_bench.core.record import RunResult
+from kotlin_bench.dataset import leaderboard
+from kotlin_bench.dataset.leaderboard import LeaderboardError, find_row, load_rows, parse_latency, task_set
+from kotlin_bench.results.reproduce.agent import reproduce_agent
+from kotlin_bench.results.reproduce.leaderboard import (
     LEADERBOARD_SCHEMA,
     Call,
-    ReproducePlan,
     compare_leaderboard,
     leaderboard_reference,
     leaderboard_verdict,
     read_leaderboard_comparison,
-    read_verdicts,
-    reproduce_agent,
 )
-from kotlin_bench.stats import newcombe_interval, wilson_interval
-from kotlin_bench.summary import summarize, write_table
+from kotlin_bench.results.reproduce.plan import ReproducePlan
+from kotlin_bench.results.reproduce.verdicts import read_verdicts
+from kotlin_bench.results.stats import newcombe_interval, wilson_interval
+from kotlin_bench.results.summary import summarize, write_table
+from kotlin_bench.tools.cli import main
 from tests.conftest import REPO, SHARED
 from tests.factories import make_result, write_results
 from tests.rule_scripts import aggregate_outputs, run_script

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
-from kotlin_bench import leaderboard
-from kotlin_bench.dag import Plan
-from kotlin_bench.harbor import command, stage_task
-from kotlin_bench.reproduce import ReproducePlan
-from kotlin_bench.workspace import job_counts
+from kotlin_bench.dag.plan import Plan
+from kotlin_bench.dataset import leaderboard
+from kotlin_bench.results.reproduce.plan import ReproducePlan
+from kotlin_bench.runs.agents.harbor import command, stage_task
+from kotlin_bench.tools.workspace import job_counts
 from tests.conftest import REPO, copy_repo, snakemake
 
 HARBOR = Path(os.environ.get("KOTLIN_BENCH_HARBOR", REPO / ".harbor"))

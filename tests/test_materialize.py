@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench.dataset import Dataset, parse_dataset
-from kotlin_bench.materialize import (
+from kotlin_bench.core.names import MISSING_EXPECTED_MARKER, STAMP
+from kotlin_bench.dataset.materialize import (
     MaterializeError,
     PublishedSource,
     UpstreamSource,
@@ -24,7 +24,7 @@ from kotlin_bench.materialize import (
     read_stamp,
     task_status,
 )
-from kotlin_bench.names import MISSING_EXPECTED_MARKER, STAMP
+from kotlin_bench.dataset.spec import Dataset, parse_dataset
 
 EXPECTED = {
     "f2p_tests": ["acme.WidgetTest.spins"],

@@ -1,4 +1,4 @@
-"""kotlin_bench.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
+"""kotlin_bench.engine.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
 
 The Docker tests never send traffic past this host: the test servers (`allowed.test`, `api.allowed.test`,
 `blocked.test`, each serving HTTP on 8000 and 8443) sit on an INTERNAL egress network created here, which
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench import containers, network
+from kotlin_bench.engine import containers, network
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
 TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
@@ -58,8 +58,10 @@ TEST_CONNECT_PORTS = (443, 8443)
         ("anything.test", [], False),
     ],
 )
-def test_allows(host: str, entries: list[str], expected: bool) -> None:
-    assert network.allows(host, entries) is expected
+def test_filter_rules_admit(host: str, entries: list[str], expected: bool) -> None:
+    """The proxy's filter file (tinyproxy matches each rule case-insensitively) admits exactly these."""
+    rules = [line for line in network.filter_rules(entries).splitlines() if not line.startswith("#")]
+    assert any(re.match(rule, host, re.IGNORECASE) for rule in rules) is expected
 
 
 @pytest.mark.parametrize(
@@ -131,9 +133,10 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(docker_engine: None) -> Iterator[Lab]:
-    from kotlin_bench.images import docker_client, image_id
+    from kotlin_bench.engine.engine import connect
+    from kotlin_bench.engine.images import image_id
 
-    client = docker_client()
+    client = connect()
     if image_id(client, OS_IMAGE) is None:
         pytest.skip(f"{OS_IMAGE} is not present (build the manifest's OS image first)")
     client.images.build(fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=TEST_IMAGE, rm=True)

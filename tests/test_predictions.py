@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.predictions import PredictionsError, load_predictions
+from kotlin_bench.dataset.predictions import PredictionsError, load_predictions
 
 TASKS = ["examples_calc-4", "acme_widgets-7"]
 
@@ -78,7 +78,7 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
 def test_agents_from_config_keep_every_field() -> None:
     from dataclasses import asdict
 
-    from kotlin_bench.agents import Agent
+    from kotlin_bench.runs.agents import Agent, agent_from_config
 
     entry = {
         "name": "h",
@@ -88,7 +88,7 @@ def test_agents_from_config_keep_every_field() -> None:
         "kwargs": {"b": 2, "a": "x"},
         "isolate_network": True,
     }
-    agent = Agent.from_config(entry)
+    agent = agent_from_config(entry, Path("."))
     assert (agent.harbor_agent, agent.model, agent.kwargs, agent.isolate_network) == (
         "claude-code",
         "m",
@@ -97,6 +97,6 @@ def test_agents_from_config_keep_every_field() -> None:
     )
     assert Agent(**asdict(agent)) == agent
     with pytest.raises(ValueError, match="kind harbor needs `harbor_agent"):
-        Agent.from_config({"name": "h", "kind": "harbor"})
+        agent_from_config({"name": "h", "kind": "harbor"}, Path("."))
     with pytest.raises(ValueError, match="unknown kind 'robot'"):
-        Agent.from_config({"name": "r", "kind": "robot"})
+        agent_from_config({"name": "r", "kind": "robot"}, Path("."))

@@ -1,5 +1,5 @@
-"""The run record: reading and writing result.json, its statuses, the reason vocabulary, the error
-record and the errored query."""
+"""The run records: reading and writing result.json and work.json, their statuses, the error record and
+the errored query."""
 
 from __future__ import annotations
 
@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench import names
-from kotlin_bench.record import (
-    REASON_TEXT,
-    Reason,
-    RecordError,
-    RunResult,
-    Status,
-    classify,
-    errored_results,
-)
-from kotlin_bench.summary import summarize
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RecordError, RunResult, Status, WorkRecord, WorkStatus, errored_results
+from kotlin_bench.results.summary import summarize
 from tests.factories import make_result, write_results
 
 
@@ -53,64 +45,15 @@ def test_bad_status_is_rejected(tmp_path: Path) -> None:
         summarize([path])
 
 
-@pytest.mark.parametrize(
-    ("reason", "reasons", "expected"),
-    [
-        ("empty_patch", [], "empty_patch"),
-        ("patch_not_applied", [], "patch_not_applied"),
-        (
-            "test_patch_failed",
-            ["test_patch_failed: git apply did not apply /tests/test.patch"],
-            "test_patch_failed",
-        ),
-        (
-            "p2p_regressed",
-            ["p2p_regressed: a.B.c", "no_fixed_test", "expected_missing: f2p 1 of 1"],
-            "p2p_regressed",
-        ),
-        ("skip_or_none_regressed", ["skip_or_none_regressed: a.B.c"], "p2p_regressed"),
-        ("no_fixed_test", ["no_fixed_test", "expected_missing: f2p 2 of 2"], "no_fixed_test"),
-        ("expected_missing", ["expected_missing: p2p 1 of 5"], "expected_missing"),
-        ("expected_missing", ["expected_missing: p2p 1 of 5", "expected_missing: f2p 1 of 2"], "f2p_failed"),
-        ("no_test_results", ["no_test_results"], "no_test_results"),
-        ("expected_invalid", ["expected_invalid: top level must be an object"], "task_invalid"),
-        ("xml_unreadable", ["xml_unreadable: ParseError"], "verifier_failed"),
-        ("agent_timeout", ["no_fixed_test"], "agent_timeout"),
-        ("verifier_timeout", [], "verifier_timeout"),
-        ("unresolved", [], "other"),
-        ("something_new", ["something_new: x"], "other"),
-    ],
-)
-def test_reason_vocabulary(reason: str, reasons: list[str], expected: str) -> None:
-    result = make_result("calc-1", status="unresolved", reason=reason, verifier={"reasons": reasons})
-    found, detail = classify(result)
-    assert found == expected
-    assert detail and (reasons[0] if reasons else reason) in detail
-
-
-def test_no_results_with_a_failed_build_is_build_failed(tmp_path: Path) -> None:
-    result = make_result("calc-1", status="unresolved", reason="no_test_results")
-    result.verifier = {"reasons": ["no_test_results"]}
-    log = tmp_path / "verifier" / "test_output.log"
-    log.parent.mkdir()
-    log.write_text("> ktest: .: compiling 3 file(s)\n> ktest: .: COMPILATION FAILED (no tests run)\n")
-    assert classify(result, tmp_path)[0] == "build_failed"
-    log.write_text("> ktest: .: no test sources\n")
-    assert classify(result, tmp_path)[0] == "no_test_results"
-
-
-def test_every_reason_is_documented() -> None:
-    assert set(REASON_TEXT) == set(Reason)
-    assert all(isinstance(reason.text, str) and reason.text for reason in Reason)
-    assert Reason.INFRASTRUCTURE in REASON_TEXT and Reason.OTHER in REASON_TEXT
-
-
 def test_error_record_and_the_errored_query(tmp_path: Path) -> None:
     base = make_result("calc-1", "agent", status="unresolved")
-    error = RunResult.for_error(base, RuntimeError("engine gone"), tries=["try 1 failed", "", "try 2 failed"])
-    assert (error.status, error.reward, error.reason, error.error) == (
+    error = RunResult.for_error(
+        base, RuntimeError("engine gone"), "infrastructure", tries=["try 1 failed", "", "try 2 failed"]
+    )
+    assert (error.status, error.reward, error.reason, error.reason_detail, error.error) == (
         Status.ERROR,
         None,
+        "infrastructure",
         "RuntimeError",
         "engine gone",
     )
@@ -121,3 +64,18 @@ def test_error_record_and_the_errored_query(tmp_path: Path) -> None:
     found = errored_results(tmp_path / "results")
     assert [p for p, _ in found] == [paths[0]]
     assert found[0][1].error == "engine gone"
+
+
+def test_work_record_round_trip_and_errors(tmp_path: Path) -> None:
+    work = WorkRecord("calc-1", "examples/calc", "oracle", "oracle", None, 2, outcome="empty_patch")
+    work.flags = {"tests": ["src/test/A.kt"]}
+    path = tmp_path / "work" / "work.json"
+    work.write(path)
+    assert WorkRecord.read(path) == work
+    path.write_text(json.dumps(work.to_dict() | {"status": "half"}))
+    with pytest.raises(RecordError, match="status 'half'"):
+        WorkRecord.read(path)
+    path.write_text(json.dumps({"status": "done", "task": "x"}))
+    with pytest.raises(RecordError, match=r"work.json: fields \['agent', 'kind', 'attempt'\] are missing"):
+        WorkRecord.read(path)
+    assert WorkRecord("t", "r", "a", "k", None, 1).status is WorkStatus.DONE

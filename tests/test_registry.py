@@ -17,8 +17,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from kotlin_bench import names
-from kotlin_bench.images import (
+from kotlin_bench.core import names
+from kotlin_bench.engine.images import (
     ImageError,
     Sentinel,
     build_manifest_images,
@@ -26,8 +26,8 @@ from kotlin_bench.images import (
     pin_images,
     read_sentinel,
 )
-from kotlin_bench.registry import Registry, RegistryError, push, split_reference, tag_digest
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.engine.registry import Registry, RegistryError, push, split_reference, tag_digest
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.registry, pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]

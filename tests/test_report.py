@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from kotlin_bench.render import markdown_table, render_markdown
-from kotlin_bench.report import report_sections
-from kotlin_bench.stats import rates, rates_by_repository, read_rates
-from kotlin_bench.summary import read_summary, summarize
+from kotlin_bench.core.render import markdown_table, render_markdown
+from kotlin_bench.results.report import report_sections
+from kotlin_bench.results.stats import rates, rates_by_repository, read_rates
+from kotlin_bench.results.summary import read_summary, summarize
 from tests.factories import make_result, mixed_results, mixed_summary, write_results
 from tests.rule_scripts import Files, aggregate_outputs, run_script
 

@@ -8,21 +8,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench.leaderboard import load_rows
-from kotlin_bench.reproduce import (
+from kotlin_bench.dataset.leaderboard import load_rows
+from kotlin_bench.results.reproduce.agent import render_reproduction
+from kotlin_bench.results.reproduce.plan import ReproduceError, ReproducePlan
+from kotlin_bench.results.reproduce.tasks import (
     COMPARISON_COLUMNS,
     COMPARISON_SCHEMA,
-    ReproduceError,
-    ReproducePlan,
-    Verdict,
     compare,
     load_reference,
     read_comparison,
     read_reference,
-    render_reproduction,
     verdict,
 )
-from kotlin_bench.summary import summarize, write_table
+from kotlin_bench.results.reproduce.verdicts import Verdict
+from kotlin_bench.results.summary import summarize, write_table
 from tests.conftest import REPO
 from tests.factories import make_result, write_results
 
@@ -218,7 +217,7 @@ def test_shipped_references_parse() -> None:
     for path in shipped:
         if (
             path.name == "leaderboard.csv"
-        ):  # the published rows (kotlin_bench.leaderboard), not a table of outcomes
+        ):  # the published rows (kotlin_bench.dataset.leaderboard), not a table of outcomes
             assert len(load_rows(path)) == 19
             continue
         reference = read_reference(path)

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kotlin_bench.resources import ImageSizing, JobResources, RunOverride, Sizing
-from kotlin_bench.tasks import load_task
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.dag.resources import ImageSizing, JobResources, RunOverride, Sizing
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.runs.budget import run_budget_sec
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO, TASK_TOML
+
+BUILD_MIN = 15  # the examples' [environment].build_timeout_sec
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 JOB_RE = re.compile(r"^rule (?P<rule>run|task_image|base_image):\n(?P<body>(?:    .*\n)+)", re.MULTILINE)
@@ -47,7 +50,12 @@ def dry_run_jobs(ws: Workspace, *args: str) -> list[dict[str, str]]:
 def expected_run(task_toml: Path, sizing: Sizing) -> dict[str, str]:
     """The rule, computed here from the task.toml text (not through the package)."""
     data = tomllib.loads(task_toml.read_text(encoding="utf-8"))
-    seconds = data["agent"]["timeout_sec"] + data["verifier"]["timeout_sec"]
+    # both phases, the environment's build or start, and the harness's 10 minutes (README)
+    seconds = (
+        data["agent"]["timeout_sec"]
+        + data["verifier"]["timeout_sec"]
+        + data["environment"]["build_timeout_sec"]
+    ) + 600
     return {
         "threads": str(math.ceil(data["environment"]["cpus"])),
         "mem_mb": str(data["environment"]["memory_mb"] + sizing.harness_mem_mb),
@@ -67,10 +75,18 @@ def test_a_run_asks_for_its_tasks_cpus_memory_and_timeouts(make_task) -> None:
     task = load_task(make_task(toml=toml), require_materialized=False)
     assert task.verifier.timeout_sec == 630.0 and task.agent.timeout_sec == 60.0
     sizing = Sizing()
-    # ceil(2.5) cores; memory + the harness; ceil((60 + 630) / 60) = 12 minutes + the margin
-    assert sizing.for_run(task) == JobResources(3, 6000 + 512, 12 + 15, 1024)
+    # ceil(2.5) cores; memory + the harness; ceil((60 + 630 + 600 + 600) / 60) = 32 minutes + the margin
+    assert sizing.for_run(task) == JobResources(3, 6000 + 512, 32 + 15, 1024)
     assert sizing.for_task_image(task) == JobResources(3, 6512, 10 + 15, 20480)  # build_timeout_sec 600
     assert sizing.for_base_image(3600) == JobResources(2, 4096, 60 + 15, 20480)
+
+
+def test_the_schedulers_runtime_covers_a_harbor_trials_budget(make_task) -> None:
+    """Harbor is stopped after `run_budget_sec`; the job must outlive it to record what happened."""
+    task = load_task(make_task(), require_materialized=False)
+    for sizing in (Sizing(), Sizing(margin_min=0)):
+        assert sizing.for_run(task).runtime * 60 >= run_budget_sec(task)
+    assert run_budget_sec(task) >= task.agent.timeout_sec + task.verifier.timeout_sec + 600
 
 
 def test_the_config_changes_the_margins_and_fixes_run_figures(make_task) -> None:
@@ -127,7 +143,7 @@ def test_editing_a_task_changes_its_request_and_the_config_overrides_it(workspac
     workspace.edit_task("examples_calc-4", "agent", "timeout_sec", "1200.0")
     runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "run" and j["agent"] == "oracle"}
     assert (runs["examples_calc-4"]["threads"], runs["examples_calc-4"]["mem_mb"]) == ("3", "3512")
-    assert runs["examples_calc-4"]["runtime"] == str(20 + 5 + 15)
+    assert runs["examples_calc-4"]["runtime"] == str(20 + 5 + BUILD_MIN + 10 + 15)
     assert (runs["examples_slug-8"]["threads"], runs["examples_slug-8"]["mem_mb"]) == ("1", "2560")
 
     config = workspace.config()
@@ -135,7 +151,7 @@ def test_editing_a_task_changes_its_request_and_the_config_overrides_it(workspac
     (workspace.root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "run" and j["agent"] == "oracle"}
     assert {j["threads"] for j in runs.values()} == {"2"}
-    assert runs["examples_calc-4"]["runtime"] == str(20 + 5)
+    assert runs["examples_calc-4"]["runtime"] == str(20 + 5 + BUILD_MIN + 10)
 
     config["resources"] = {"run": {"threads": 0}}
     (workspace.root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")

@@ -9,8 +9,8 @@ import pytest
 
 from adversarial.common import Row, render
 from adversarial.sealed import run_sealed
-from kotlin_bench import names
-from kotlin_bench.tasks import discover
+from kotlin_bench.core import names
+from kotlin_bench.dataset.task import discover
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("docker_engine")

@@ -17,8 +17,8 @@ import time
 import pandas as pd
 import pytest
 
-from kotlin_bench import names
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.core import names
+from kotlin_bench.tools.workspace import Workspace
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.usefixtures("slurm_cluster")]
 SUBMITTED_RE = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
@@ -99,7 +99,7 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     for job in runs:
         state, comment, req_mem, cpus, workdir = records[job]
         assert state == "COMPLETED" and workdir == str(ws.root), records[job]
-        # each request is the task's: 1 CPU, 2048 MB + the harness's 512 MB (kotlin_bench.resources)
+        # each request is the task's: 1 CPU, 2048 MB + the harness's 512 MB (kotlin_bench.dag.resources)
         assert (req_mem, cpus) == ("2560M", "1"), records[job]
         comments.add(comment)
     expected = {

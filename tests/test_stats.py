@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench.stats import (
+from kotlin_bench.results.stats import (
     bootstrap_interval,
     mean_pass_at_k,
     pass_at_k,
@@ -16,7 +16,7 @@ from kotlin_bench.stats import (
     rates_by_repository,
     read_rates,
 )
-from kotlin_bench.summary import summarize, write_table
+from kotlin_bench.results.summary import summarize, write_table
 from tests.factories import make_result, mixed_summary, write_results
 
 

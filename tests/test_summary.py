@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench.record import Reason
-from kotlin_bench.summary import STATUSES, SUMMARY_COLUMNS, SUMMARY_SCHEMA, read_summary, write_table
+from kotlin_bench.results.summary import STATUSES, SUMMARY_COLUMNS, SUMMARY_SCHEMA, read_summary, write_table
+from kotlin_bench.scoring.reasons import Reason
 from tests.factories import mixed_summary
 
 

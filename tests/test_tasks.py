@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kotlin_bench.names import image_parts
-from kotlin_bench.tasks import TaskError, discover, load_task
+from kotlin_bench.core.names import image_parts
+from kotlin_bench.dataset.task import TaskError, discover, load_task
 from tests.conftest import TASK_TOML
 
 
@@ -102,8 +102,8 @@ def test_marker_explains_missing_expected_tests(make_task) -> None:
     ("content", "message"),
     [
         ("{not json", "expected valid JSON"),
-        ("[]", "expected a JSON object"),
-        (json.dumps({"f2p_tests": "x"}), "f2p_tests: expected a list"),
+        ("[]", "expected_invalid: top level must be an object"),
+        (json.dumps({"f2p_tests": "x"}), "expected_invalid: f2p_tests must be a list of strings"),
     ],
 )
 def test_invalid_expected_tests(make_task, content: str, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Deriving a task's lists and verdict from its three phases (kotlin_bench.validation), on phase directories
+"""Deriving a task's lists and verdict from its three phases (kotlin_bench.validation.derive), on phase directories
 written here with JUnit XML in the shape JUnit's console launcher writes. The same derivation runs on real
 containers in tests/test_validation_e2e.py."""
 
@@ -10,18 +10,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench import names
-from kotlin_bench.validation import (
+from kotlin_bench.core import names
+from kotlin_bench.results.validation_summary import write_summary
+from kotlin_bench.scoring.verifier import junit_compare as jc
+from kotlin_bench.validation.derive import derive, write_derivation
+from kotlin_bench.validation.records import (
     PhaseRecord,
     TaskValidation,
     ValidationError,
-    derive,
     phase_kind,
     phase_labels,
-    write_derivation,
 )
-from kotlin_bench.validation_report import write_summary
-from kotlin_bench.verifier import junit_compare as jc
 
 TASK = "acme_widgets-7"
 

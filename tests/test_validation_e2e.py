@@ -22,12 +22,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench import names
-from kotlin_bench.images import read_sentinel
-from kotlin_bench.tasks import load_task
-from kotlin_bench.validation import TaskValidation, derive, phase_labels
-from kotlin_bench.validation_run import run_phase
-from kotlin_bench.workspace import Workspace, checkout_files
+from kotlin_bench.core import names
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.engine.images import read_sentinel
+from kotlin_bench.tools.workspace import Workspace, checkout_files
+from kotlin_bench.validation.derive import derive
+from kotlin_bench.validation.phase import run_phase
+from kotlin_bench.validation.records import TaskValidation, phase_labels
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("docker_engine")

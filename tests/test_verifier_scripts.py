@@ -1,4 +1,4 @@
-"""Run src/kotlin_bench/verifier/test.sh and kotlin_logs_collector.sh on the host against a tiny git repository."""
+"""Run src/kotlin_bench/scoring/verifier/test.sh and kotlin_logs_collector.sh on the host against a tiny git repository."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VERIFIER = REPO / "src" / "kotlin_bench" / "verifier"
+VERIFIER = REPO / "src" / "kotlin_bench" / "scoring" / "verifier"
 VERIFIER_FILES = ("test.sh", "kotlin_logs_collector.sh", "junit_compare.py")
 
 ADDS, FIXED = "demo.CalcTest.adds()", "demo.CalcTest.fixed()"

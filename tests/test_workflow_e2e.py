@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kotlin_bench.workspace import Workspace
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -67,9 +67,9 @@ def test_runs_compiled_kotlin_and_ran_junit(workspace: Path, first_run: pd.DataF
         run = workspace / "results/runs/oracle" / task / "attempt-1"
         junit = (run / "verifier/junit.xml").read_text(encoding="utf-8")
         assert "<testcase" in junit, task
-        assert (run / "agent.diff").read_text(encoding="utf-8").startswith("diff --git"), task
+        assert (run / "work/agent.diff").read_text(encoding="utf-8").startswith("diff --git"), task
         assert (run / "verifier/report.json").is_file()
-        nop_diff = workspace / "results/runs/nop" / task / "attempt-1/agent.diff"
+        nop_diff = workspace / "results/runs/nop" / task / "attempt-1/work/agent.diff"
         assert nop_diff.read_bytes() == b""
 
 

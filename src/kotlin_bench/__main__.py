@@ -2,7 +2,12 @@
 
 import sys
 
-from kotlin_bench.cli import main
+
+def main() -> int:
+    from kotlin_bench.tools.cli import main as cli
+
+    return cli()
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,13 +4,15 @@ once), and summary.md (printed)."""
 import sys
 from pathlib import Path
 
-from kotlin_bench.fsutil import write_atomic
-from kotlin_bench.render import render_markdown
-from kotlin_bench.report import report_sections
-from kotlin_bench.reproduce import ReproducePlan, reproduce_agent, write_verdicts
-from kotlin_bench.smk import logged, workflow_root
-from kotlin_bench.stats import rates, rates_by_repository
-from kotlin_bench.summary import read_summary, write_table
+from kotlin_bench.core.fsutil import write_atomic
+from kotlin_bench.core.render import render_markdown
+from kotlin_bench.dag.smk import logged, workflow_root
+from kotlin_bench.results.report import report_sections
+from kotlin_bench.results.reproduce.agent import reproduce_agent
+from kotlin_bench.results.reproduce.plan import ReproducePlan
+from kotlin_bench.results.reproduce.verdicts import write_verdicts
+from kotlin_bench.results.stats import rates, rates_by_repository
+from kotlin_bench.results.summary import read_summary, write_table
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from kotlin_bench import names
-from kotlin_bench.images import build_base, parse_manifest
-from kotlin_bench.smk import configured_registry, logged, workflow_root
+from kotlin_bench.core import names
+from kotlin_bench.dag.smk import configured_registry, logged, workflow_root
+from kotlin_bench.engine.images import build_base, parse_manifest
 
 sm = snakemake  # noqa: F821
 root = workflow_root(sm)

@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from kotlin_bench.images import build_task_image
-from kotlin_bench.smk import configured_registry, logged
-from kotlin_bench.tasks import load_task
+from kotlin_bench.dag.smk import configured_registry, logged
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.engine.images import build_task_image
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag)
+    base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag.plan)
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
     build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry)

@@ -1,11 +1,11 @@
 """Snakemake script of rule network_check: probe an allowlisted host and GitHub inside one task's agent
-phase (see kotlin_bench.sanity)."""
+phase (see kotlin_bench.runs.healthcheck)."""
 
 from pathlib import Path
 
-from kotlin_bench.sanity import check_network
-from kotlin_bench.smk import logged, task_image_id
-from kotlin_bench.tasks import load_task
+from kotlin_bench.dag.smk import logged, task_image_id
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.runs.network_probe import check_network
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from kotlin_bench.dataset import load_dataset
-from kotlin_bench.materialize import MaterializeError, materialize, source_from_config
-from kotlin_bench.smk import logged
+from kotlin_bench.dag.smk import logged
+from kotlin_bench.dataset.materialize import MaterializeError, materialize, source_from_config
+from kotlin_bench.dataset.spec import load_dataset
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

@@ -2,14 +2,15 @@
 
 from pathlib import Path
 
-from kotlin_bench.fsutil import write_atomic
-from kotlin_bench.plots import outcome_chart, rate_chart, repository_chart
-from kotlin_bench.render import render_html
-from kotlin_bench.report import report_sections
-from kotlin_bench.reproduce import read_verdicts, sections_of
-from kotlin_bench.smk import logged
-from kotlin_bench.stats import read_rates
-from kotlin_bench.summary import read_summary
+from kotlin_bench.core.fsutil import write_atomic
+from kotlin_bench.core.render import render_html
+from kotlin_bench.dag.smk import logged
+from kotlin_bench.results.plots import outcome_chart, rate_chart, repository_chart
+from kotlin_bench.results.report import report_sections
+from kotlin_bench.results.reproduce.agent import sections_of
+from kotlin_bench.results.reproduce.verdicts import read_verdicts
+from kotlin_bench.results.stats import read_rates
+from kotlin_bench.results.summary import read_summary
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

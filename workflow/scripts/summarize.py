@@ -3,9 +3,9 @@
 import sys
 from pathlib import Path
 
-from kotlin_bench.integrity import stale_results
-from kotlin_bench.smk import logged
-from kotlin_bench.summary import STATUSES, summarize, write_table
+from kotlin_bench.dag.smk import logged
+from kotlin_bench.results.provenance import stale_results
+from kotlin_bench.results.summary import STATUSES, summarize, write_table
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

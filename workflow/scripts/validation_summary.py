@@ -3,8 +3,8 @@
 import sys
 from pathlib import Path
 
-from kotlin_bench import validation_report
-from kotlin_bench.smk import logged
+from kotlin_bench.dag.smk import logged
+from kotlin_bench.results import validation_summary as validation_report
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):

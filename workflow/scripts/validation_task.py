@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from kotlin_bench import names, validation
-from kotlin_bench.smk import logged
-from kotlin_bench.tasks import load_task
+from kotlin_bench.core import names
+from kotlin_bench.dag.smk import logged
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.validation import derive as validation
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
