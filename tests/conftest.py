@@ -1,20 +1,43 @@
-"""Shared fixtures: a minimal valid task directory, and the real Docker engine when present."""
+"""Shared fixtures: a minimal valid task directory, and the real engines when present.
+
+The container engines: Docker (`docker_engine`), and rootful Podman (`podman_engine`) for the tests
+marked `podman`, which run after all others (`pytest_collection_modifyitems`) with Docker out of reach:
+under CI (`.ci/run` sets KOTLIN_BENCH_STOP_DOCKER=1) dockerd is stopped for them and started again at the
+end of the session; elsewhere (a Docker engine shared with others) DOCKER_HOST points at a socket that
+does not exist, so that nothing falls back to Docker unnoticed. A test written for both engines takes the
+`engine` fixture (parametrized: `[docker]`, `[podman]`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
 from kotlin_bench.tools.workspace import Workspace, copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
+DOCKER = EngineSettings()
+PODMAN = EngineSettings(Kind.PODMAN, socket=os.environ.get("KOTLIN_BENCH_PODMAN_SOCKET") or None)
+NO_DOCKER = "unix:///nonexistent/kotlin-bench-no-docker.sock"
+DOCKER_PID = Path("/var/run/docker.pid")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on Podman run last: from the first of them on, Docker is out of reach (`podman_engine`)."""
+    items[:] = [i for i in items if not i.get_closest_marker("podman")] + [
+        i for i in items if i.get_closest_marker("podman")
+    ]
 
 TASK_TOML = """\
 version = "1.0"
@@ -128,6 +151,71 @@ def finished_examples(tmp_path_factory: pytest.TempPathFactory, docker_engine: N
     return ws
 
 
+def engine_answers(settings: EngineSettings) -> bool:
+    try:
+        connect(settings, timeout=20)
+        return True
+    except EngineError:
+        return False
+
+
+@contextlib.contextmanager
+def docker_out_of_reach() -> Iterator[None]:
+    """Docker unreachable while the block runs: dockerd stopped (KOTLIN_BENCH_STOP_DOCKER=1, started again
+    afterwards with scripts/setup_docker.sh), else DOCKER_HOST pointed at a socket that does not exist."""
+    stop = os.environ.get("KOTLIN_BENCH_STOP_DOCKER") == "1"
+    before = os.environ.get("DOCKER_HOST")
+    if stop and DOCKER_PID.is_file():
+        pid = int(DOCKER_PID.read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    else:
+        os.environ["DOCKER_HOST"] = NO_DOCKER
+    try:
+        assert not docker_available(), "the Docker engine still answers"
+        yield
+    finally:
+        if stop:
+            subprocess.run([str(REPO / "scripts/setup_docker.sh"), "--timeout", "120"], check=False)
+        elif before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+
+
+@pytest.fixture(scope="session")
+def podman_engine(finished_examples: Workspace) -> Iterator[EngineSettings]:
+    """Rootful Podman (scripts/setup_podman.sh), with Docker out of reach from here to the session's end.
+    The Docker run of the examples is made first: the Podman tests compare with it."""
+    if not engine_answers(PODMAN):
+        _service_missing("no rootful Podman service answers", "scripts/setup_podman.sh")
+    with docker_out_of_reach():
+        yield PODMAN
+
+
+@pytest.fixture(scope="session", params=["docker", pytest.param("podman", marks=pytest.mark.podman)])
+def engine(request: pytest.FixtureRequest) -> EngineSettings:
+    """The engine of a test written for both: Docker, then (last in the session) rootful Podman."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")
+        return DOCKER
+    settings: EngineSettings = request.getfixturevalue("podman_engine")
+    return settings
+
+
+@pytest.fixture(scope="session")
+def podman_examples(tmp_path_factory: pytest.TempPathFactory, podman_engine: EngineSettings) -> Workspace:
+    """The default workflow run to the end on rootful Podman, from nothing: the OS image (debootstrap and
+    an import), the base and task images, oracle and nop."""
+    ws = Workspace.create(tmp_path_factory.mktemp("podman-examples"), REPO)
+    ws.use_engine(podman_engine)
+    out = ws.snakemake(timeout=3600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    return ws
+
+
 REGISTRY = os.environ.get("KOTLIN_BENCH_REGISTRY", "127.0.0.1:5000")
 
 
@@ -139,7 +227,7 @@ def _service_missing(what: str, setup: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def registry_service(docker_engine: None) -> str:
+def registry_service() -> str:
     """A container registry on loopback (`KOTLIN_BENCH_REGISTRY`, default 127.0.0.1:5000): its host:port."""
     import urllib.request
 
@@ -154,7 +242,7 @@ def registry_service(docker_engine: None) -> str:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster(docker_engine: None) -> None:
+def slurm_cluster() -> None:
     """A Slurm cluster whose accounting answers (the executor's status source), and the executor plugin."""
     try:
         idle = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)

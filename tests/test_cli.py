@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kotlin_bench.engine.engine import EngineSettings, Kind
 from kotlin_bench.engine.registry import Registry
 from kotlin_bench.tools.cli import main
 from kotlin_bench.tools.workspace import copy_checkout
@@ -300,6 +301,7 @@ def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.
             "only": ["acme_widgets"],
             "rebuild": True,
             "registry": None,
+            "settings": EngineSettings(),
         }
     ]
     calls.clear()
@@ -308,6 +310,9 @@ def test_build_bases_calls_the_image_builder(project: Path, monkeypatch: pytest.
     calls.clear()
     assert main(["build-bases", "--registry", "127.0.0.1:5000/team"]) == 0
     assert calls[0]["registry"] == Registry("127.0.0.1:5000/team")
+    calls.clear()
+    assert main(["build-bases", "--engine", "podman"]) == 0
+    assert calls[0]["settings"] == EngineSettings(Kind.PODMAN)
 
 
 def test_build_bases_script_passes_options_through() -> None:

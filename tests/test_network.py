@@ -1,10 +1,11 @@
-"""kotlin_bench.engine.network: allowlist semantics (pure) and the per-phase network policy on the real engine.
+"""kotlin_bench.engine.network: allowlist semantics (pure) and the per-phase network policy on the real
+engines (Docker, then rootful Podman: the `engine` fixture).
 
-The Docker tests never send traffic past this host: the test servers (`allowed.test`, `api.allowed.test`,
-`blocked.test`, each serving HTTP on 8000 and 8443) sit on an INTERNAL egress network created here, which
-the proxy uses as its way out, and every name the tests resolve is one of those aliases or the proxy's.
-Direct connections that bypass the proxy use `--resolve` or the server's address, never Docker's DNS
-forwarding to the host's resolver.
+The engine tests never send traffic past this host: the test servers (`allowed.test`, `api.allowed.test`,
+`blocked.test`, each serving HTTP on 8000 and 8443) sit on an INTERNAL egress network created here (with
+the engine's DNS serving the aliases), which the proxy uses as its way out, and every name the tests
+resolve is one of those aliases or the proxy's. Direct connections that bypass the proxy use `--resolve`
+or the server's address, never the engine's DNS forwarding to the host's resolver.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from kotlin_bench.engine import containers, network
+from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
 TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
@@ -112,13 +114,13 @@ def test_names_and_environment() -> None:
 def test_arguments_are_checked_before_touching_the_container() -> None:
     nothing: Any = object()  # any use of the container would fail
     with pytest.raises(ValueError, match="network_mode"):
-        network.enter_phase(nothing, "open", [], "k")
+        network.enter_phase(nothing, nothing, "open", [], "k")
     with pytest.raises(ValueError, match="allowed_hosts"):
-        network.enter_phase(nothing, "public", ["repo1.maven.org"], "k")
+        network.enter_phase(nothing, nothing, "public", ["repo1.maven.org"], "k")
     with pytest.raises(ValueError, match="CIDR"):
-        network.enter_phase(nothing, "allowlist", ["10.0.0.0/8"], "k")
+        network.enter_phase(nothing, nothing, "allowlist", ["10.0.0.0/8"], "k")
     with pytest.raises(ValueError, match="connect_ports"):
-        network.enter_phase(nothing, "allowlist", [], "k", connect_ports=[])
+        network.enter_phase(nothing, nothing, "allowlist", [], "k", connect_ports=[])
 
 
 # --- the real engine --------------------------------------------------------------------------------
@@ -126,29 +128,37 @@ def test_arguments_are_checked_before_touching_the_container() -> None:
 
 @dataclass
 class Lab:
-    client: Any
+    engine: Engine
     egress: Any  # the internal "outside" network of the test servers and the proxy
     server_ip: str
 
+    @property
+    def client(self) -> Any:
+        return self.engine.client
+
 
 @pytest.fixture(scope="module")
-def lab(docker_engine: None) -> Iterator[Lab]:
-    from kotlin_bench.engine.engine import connect
+def lab(engine: EngineSettings, request: pytest.FixtureRequest) -> Iterator[Lab]:
     from kotlin_bench.engine.images import image_id
 
-    client = connect()
+    connected = connect(engine)
+    client = connected.client
     if image_id(client, OS_IMAGE) is None:
-        pytest.skip(f"{OS_IMAGE} is not present (build the manifest's OS image first)")
-    client.images.build(fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=TEST_IMAGE, rm=True)
-    network.ensure_proxy_image(client)
+        if engine.kind == "docker":
+            pytest.skip(f"{OS_IMAGE} is not present (build the manifest's OS image first)")
+        request.getfixturevalue("podman_examples")  # builds it on Podman
+    client.images.build(
+        fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=connected.local_name(TEST_IMAGE), rm=True
+    )
+    network.ensure_proxy_image(connected)
     suffix = uuid.uuid4().hex[:8]
     labels = {"kotlin-bench.test": "network"}
-    egress = client.networks.create(f"kotlin-bench-test-egress-{suffix}", internal=True, labels=labels)
+    egress = network.internal_network(connected, f"kotlin-bench-test-egress-{suffix}", labels, dns=True)
     server = None
     try:
         server = client.containers.create(TEST_IMAGE, ["sh", "-c", SERVE], labels=labels)
         egress.connect(server, aliases=SERVER_ALIASES)
-        client.networks.get("bridge").disconnect(server)
+        client.networks.get(connected.default_network).disconnect(server)
         server.start()
         server.reload()
         ip = server.attrs["NetworkSettings"]["Networks"][egress.name]["IPAddress"]
@@ -160,23 +170,23 @@ def lab(docker_engine: None) -> Iterator[Lab]:
             ]
         )
         assert ready.exit_code == 0, "the test server did not start"
-        yield Lab(client, egress, ip)
+        yield Lab(connected, egress, ip)
     finally:
         if server is not None:
             server.remove(force=True)
-        egress.remove()
+        network._remove_network(connected, egress)
 
 
 @pytest.fixture
 def task(lab: Lab) -> Iterator[tuple[Any, str]]:
-    """A task-like container started like the runner's (default bridge, run label), and its run key."""
+    """A task-like container started like the runner's (default network, run label), and its run key."""
     key = f"nettest.{uuid.uuid4().hex[:8]}.1"
-    container = containers.start(lab.client, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256)
+    container = containers.start(lab.engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256, 256)
     try:
         yield container, key
     finally:
         containers.reap(lab.client, key)
-        network.reap_networks(lab.client, key)
+        network.reap_networks(lab.engine, key)
 
 
 def sh(container: Any, script: str, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -209,12 +219,13 @@ wait; cat /tmp/a /tmp/b
 """
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_allowlist_admits_only_allowed_hosts(lab: Lab, task: tuple[Any, str], tmp_path: Path) -> None:
     container, key = task
     before = container.exec_run(["cat", "/etc/resolv.conf"]).output
+    hosts = container.exec_run(["cat", "/etc/hosts"]).output
     log = tmp_path / "proxy.log"
     with network.enter_phase(
+        lab.engine,
         container,
         "allowlist",
         ["allowed.test"],
@@ -262,16 +273,18 @@ echo "interfaces=$(ls /sys/class/net | sort | tr '\\n' ' ')"
     assert leftovers(lab, key) == ([], [])
     assert attached(container) == set()
     assert container.exec_run(["cat", "/etc/resolv.conf"]).output == before
+    assert b"egress-proxy" not in container.exec_run(["cat", "/etc/hosts"]).output
+    if lab.engine.podman:  # the proxy was named in /etc/hosts only for the phase
+        assert container.exec_run(["cat", "/etc/hosts"]).output.splitlines()[:3] == hosts.splitlines()[:3]
     assert 'refused on filtered domain "blocked.test"' in log.read_text(encoding="utf-8")
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_wildcard_default_connect_ports_and_teardown_on_error(lab: Lab, task: tuple[Any, str]) -> None:
     container, key = task
     with (
         pytest.raises(RuntimeError, match="agent crashed"),
         network.enter_phase(
-            container, "allowlist", ["*.allowed.test"], key, egress_network=lab.egress.name
+            lab.engine, container, "allowlist", ["*.allowed.test"], key, egress_network=lab.egress.name
         ) as phase,
     ):
         seen = sh(
@@ -290,10 +303,11 @@ echo "tunnel_8443=$(tunnel http://api.allowed.test:8443/)"
     assert leftovers(lab, key) == ([], [])
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_no_network_leaves_only_loopback(lab: Lab, task: tuple[Any, str]) -> None:
     container, key = task
-    with network.enter_phase(container, "no-network", [], key, egress_network=lab.egress.name) as phase:
+    with network.enter_phase(
+        lab.engine, container, "no-network", [], key, egress_network=lab.egress.name
+    ) as phase:
         assert phase.env == {}
         assert attached(container) == set()
         seen = sh(
@@ -310,72 +324,73 @@ curl -s --connect-timeout 2 http://127.0.0.1:9/ >/dev/null; echo "loopback_port=
     assert seen["direct_ip"] not in ("", "0") and seen["loopback_port"] not in ("", "0")
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_public_after_allowlist(lab: Lab, task: tuple[Any, str]) -> None:
-    """The runner's order: allowlist agent phase, then a public verifier phase on the default bridge."""
+    """The runner's order: allowlist agent phase, then a public verifier phase on the default network."""
     container, key = task
+    engine = lab.engine
     before = container.exec_run(["cat", "/etc/resolv.conf"]).output
-    with network.enter_phase(container, "allowlist", [], key, egress_network=lab.egress.name) as phase:
+    with network.enter_phase(
+        engine, container, "allowlist", [], key, egress_network=lab.egress.name
+    ) as phase:
         # an empty allowlist admits nothing: the phase has no network at all (and no proxy)
         assert phase.env == {} and attached(container) == set()
     with network.enter_phase(
-        container, "allowlist", ["nothing.test"], key, egress_network=lab.egress.name
+        engine, container, "allowlist", ["nothing.test"], key, egress_network=lab.egress.name
     ) as phase:
         assert sh(container, CODE + 'echo "any=$(code http://allowed.test:8000/)"', phase.env) == {
             "any": "403"
         }
-    with network.enter_phase(container, "public", [], key) as phase:
+    with network.enter_phase(engine, container, "public", [], key) as phase:
         assert phase.env == {}
-        assert attached(container) == {"bridge"}
+        assert attached(container) == {engine.default_network}
         container.reload()
-        address = container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+        address = container.attrs["NetworkSettings"]["Networks"][engine.default_network]["IPAddress"]
         seen = sh(container, "echo \"addresses=$(ip -o -4 addr show scope global | awk '{print $2, $4}')\"")
         name, cidr = seen["addresses"].split()
         assert name.startswith("eth") and cidr.startswith(f"{address}/")
         assert container.exec_run(["cat", "/etc/resolv.conf"]).output == before
-    # public on a user-defined egress network: Docker's DNS serves its aliases, the server answers directly.
-    with network.enter_phase(container, "public", [], key, egress_network=lab.egress.name):
+    # public on a user-defined egress network: the engine's DNS serves its aliases, the server answers directly.
+    with network.enter_phase(engine, container, "public", [], key, egress_network=lab.egress.name):
         assert attached(container) == {lab.egress.name}
         seen = sh(container, CODE + 'echo "direct=$(code --noproxy "*" http://allowed.test:8000/)"')
         assert seen == {"direct": "200"}
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_leftovers_of_a_killed_run_are_reaped(lab: Lab, task: tuple[Any, str]) -> None:
     container, key = task
     abandoned = network.enter_phase(
-        container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
+        lab.engine, container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
     )
     proxies, networks = leftovers(lab, key)
     assert len(proxies) == 1 and len(networks) == 1
     # A retry of the same run sets up afresh over the leftovers ...
     with network.enter_phase(
-        container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
+        lab.engine, container, "allowlist", ["allowed.test"], key, egress_network=lab.egress.name
     ) as phase:
         assert sh(container, CODE + 'echo "allowed=$(code http://allowed.test:8000/)"', phase.env) == {
             "allowed": "200"
         }
         # ... and the reapers remove a run's proxy and network however it ended.
-        assert network.reap_networks(lab.client, key) == 1
+        assert network.reap_networks(lab.engine, key) == 1
         assert leftovers(lab, key) == ([], [])
     with contextlib.suppress(network.NetworkError):
         abandoned.close()
     assert leftovers(lab, key) == ([], [])
 
 
-@pytest.mark.usefixtures("docker_engine")
 def test_proxy_leaves_by_the_default_bridge(lab: Lab, task: tuple[Any, str]) -> None:
     """Production layout (no traffic sent): the proxy's default route is the bridge's, not the internal one."""
     container, key = task
-    with network.enter_phase(container, "allowlist", ["repo1.maven.org"], key) as phase:
+    default = lab.engine.default_network
+    with network.enter_phase(lab.engine, container, "allowlist", ["repo1.maven.org"], key) as phase:
         assert phase.proxy is not None
         phase.proxy.reload()
         endpoints = phase.proxy.attrs["NetworkSettings"]["Networks"]
-        assert set(endpoints) == {"bridge", network.network_name(key)}
+        assert set(endpoints) == {default, network.network_name(key)}
         routes = phase.proxy.exec_run(["cat", "/proc/net/route"]).output.decode().splitlines()[1:]
         defaults = [r.split() for r in routes if r.split()[1] == "00000000"]
         assert len(defaults) == 1
         gateway = ".".join(str(b) for b in reversed(bytes.fromhex(defaults[0][2])))
-        assert gateway == endpoints["bridge"]["Gateway"]
+        assert gateway == endpoints[default]["Gateway"]
         container.stop(timeout=1)  # as after the watchdog killed it: teardown still succeeds
     assert leftovers(lab, key) == ([], [])

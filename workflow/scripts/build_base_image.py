@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.smk import configured_registry, logged, workflow_root
+from kotlin_bench.dag.smk import configured_engine, configured_registry, logged, workflow_root
 from kotlin_bench.engine.images import build_base, parse_manifest
 
 sm = snakemake  # noqa: F821
@@ -14,5 +14,6 @@ with logged(sm.log[0]):
     parents = [Path(p) for p in sm.input if names.is_image_sentinel(str(p))]
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
-    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents, registry)
+    engine = configured_engine(sm.config)
+    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents, registry, engine)
     print(f"built {image}" + (f", pushed to {registry.url}" if registry else ""))

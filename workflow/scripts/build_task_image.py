@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import configured_registry, logged
+from kotlin_bench.dag.smk import configured_engine, configured_registry, logged
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine.images import build_task_image
 
@@ -12,5 +12,5 @@ with logged(sm.log[0]):
     base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag.plan)
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
-    build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry)
+    build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry, configured_engine(sm.config))
     print(f"built {task.image}" + (f", pushed to {registry.url}" if registry else ""))

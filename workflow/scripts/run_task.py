@@ -9,7 +9,14 @@ exits remove the run's containers, and no result is written.
 from pathlib import Path
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.smk import Tries, logged, stop_on_sigterm, task_image_id, workflow_root
+from kotlin_bench.dag.smk import (
+    Tries,
+    configured_engine,
+    logged,
+    stop_on_sigterm,
+    task_image_id,
+    workflow_root,
+)
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent
@@ -41,6 +48,7 @@ with logged(sm.log[0]):
                 options=VerifierOptions.from_config(sm.params.verifier),
                 limits=Limits.from_config(sm.params.capture),
                 root=workflow_root(sm),
+                engine=configured_engine(sm.config),
             )
         except Exception as exc:
             if not tries.failed(exc):

@@ -229,6 +229,7 @@ LABEL_AGENT = "kotlin-bench.agent"
 LABEL_PHASE = "kotlin-bench.phase"
 LABEL_WORKDIR = "kotlin-bench.workdir"
 LABEL_ROLE = "kotlin-bench.role"
+LABEL_NPROC = "kotlin-bench.nproc"  # RLIMIT_NPROC of every command, where the engine has no pids limit
 
 # --------------------------------------------------------------------------- files of the package
 

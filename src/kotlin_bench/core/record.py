@@ -72,6 +72,7 @@ class RunResult:
     flags: dict[str, list[str]] = field(default_factory=dict)
     trial_result: str | None = None
     capture: dict[str, Any] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=dict)  # the verifier's engine, and what it did not limit
 
     def score(self, reward: float, reason: str | None = None, detail: str | None = None) -> None:
         """Set a verdict: reward 1 is resolved, anything else unresolved with `reason` (a vocabulary
@@ -177,6 +178,10 @@ class WorkRecord:
     harness_version: str = HARNESS_VERSION
     agent_exit_code: int | None = None
     agent_timed_out: bool = False
+    agent_process_limit: bool = False  # a fork was refused at the container's process limit
+    engine: dict[str, Any] = field(
+        default_factory=dict
+    )  # the agent phase's engine, and what it did not limit
     timings: dict[str, float] = field(default_factory=dict)
     agent_result: dict[str, Any] = field(default_factory=dict)
     capture: dict[str, Any] = field(default_factory=dict)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench.engine.engine import connect, wait_until_up
+from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import pin_images, read_sentinel
 from kotlin_bench.engine.registry import Registry
 
@@ -61,13 +61,19 @@ def configured_registry(config: dict[str, Any]) -> Registry | None:
     return Registry.from_config(config.get("registry"))
 
 
+def configured_engine(config: dict[str, Any]) -> EngineSettings:
+    """The config's `engine:` (Docker by default). Scripts read it from the config, not from a rule
+    parameter: which engine runs the containers changes no result, so changing it reruns nothing."""
+    return EngineSettings.from_config(config.get("engine"))
+
+
 def task_image_id(config: dict[str, Any], sentinel: Path) -> str:
     """The id of the task image a job runs (runs, validation phases, network probes). With `registry:`,
     the exact digest its sentinel records: pulled when this engine lacks it and named as built (Harbor
     runs it by name); a tag moved elsewhere is refused."""
     registry = configured_registry(config)
     if registry:
-        pin_images(connect(), [sentinel], registry)
+        pin_images(connect(configured_engine(config)), [sentinel], registry)
     return read_sentinel(sentinel).id
 
 
@@ -78,15 +84,19 @@ class Tries:
     """The failed tries of one job, one line each, in a file of its own (Snakemake clears a job's log
     before it retries the job). The first try starts the file afresh."""
 
-    def __init__(self, path: Path, number: int, retries: int) -> None:
+    def __init__(self, path: Path, number: int, retries: int, engine: EngineSettings | None = None) -> None:
         self.path, self.number, self.retries = Path(path), number, retries
+        self.engine = engine
         if number == 1:
             self.path.unlink(missing_ok=True)
 
     @classmethod
     def of_job(cls, script: Any, path: str | Path) -> Tries:
         """The tries of a rule script's job (`resources.tries` is the try number, `retries:` the config's)."""
-        return cls(Path(path), int(script.resources.tries), configured_retries(script.config))
+        config = script.config
+        return cls(
+            Path(path), int(script.resources.tries), configured_retries(config), configured_engine(config)
+        )
 
     def failed(self, exc: BaseException, retryable: bool = True) -> bool:
         """Record this try's failure; True when it is the last (the caller records an error), False when
@@ -97,7 +107,7 @@ class Tries:
         with self.path.open("a", encoding="utf-8") as record:
             record.write(line + "\n")
         if retryable and self.number <= self.retries:
-            wait_until_up(ENGINE_GRACE_SEC)
+            wait_until_up(ENGINE_GRACE_SEC, self.engine)
             return False
         return True
 

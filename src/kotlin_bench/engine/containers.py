@@ -3,6 +3,12 @@
 Every container carries the label `kotlin-bench.run=<run key>` and is removed by `reap` or `remove`.
 A container that stops under a phase without our watchdog stopping it (killed from outside, its init
 killed for memory, the engine restarted) raises `ContainerError`: that phase has no result.
+
+Limits: a container may use its task's CPUs and memory (swap bounded to the same figure, so none) and
+start at most `pids` processes and threads. Where the engine cannot enforce a process limit (rootless
+Podman on a cgroup v1 host), the container is labelled `kotlin-bench.nproc=<pids>` and every command run
+in it starts under `ulimit -u <pids>` (RLIMIT_NPROC, which root in a rootless container cannot raise; it
+counts the processes of every container of that user, see the README).
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from kotlin_bench.core import names
+from kotlin_bench.engine import cgroups
 
 if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
+
+    from kotlin_bench.engine.engine import Engine
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
@@ -48,26 +57,39 @@ def reap(client: docker.DockerClient, run_key: str) -> int:
 
 
 def start(
-    client: docker.DockerClient,
+    engine: Engine,
     image: str,
     run_key: str,
     labels: dict[str, str],
     cpus: float,
     memory_mb: int,
+    pids: int,
     hostname: str | None = None,
 ) -> Container:
-    """Start a container that idles until told what to do; `hostname` None: Docker's random one."""
+    """Start a container that idles until told what to do; `hostname` None: the engine's random one."""
     host_cpus = os.cpu_count() or 1
-    return client.containers.run(
+    labels = {names.LABEL_RUN: run_key, **labels}
+    if "pids" in engine.unlimited:
+        labels[names.LABEL_NPROC] = str(pids)
+    return engine.client.containers.run(
         image,
         entrypoint=KEEPALIVE,
         detach=True,
-        labels={names.LABEL_RUN: run_key, **labels},
+        labels=labels,
         nano_cpus=int(min(cpus, host_cpus) * 1e9),
         mem_limit=f"{memory_mb}m",
         memswap_limit=f"{memory_mb}m",
+        pids_limit=pids,
         hostname=hostname,
     )
+
+
+def bounded(container: Container, argv: list[str]) -> list[str]:
+    """`argv` under the container's RLIMIT_NPROC bound, where its engine enforces no process limit."""
+    nproc = (container.labels or {}).get(names.LABEL_NPROC)
+    if not nproc or not nproc.isdigit():
+        return argv
+    return ["bash", "-c", f'ulimit -u {nproc} && exec "$@"', "bash", *argv]
 
 
 def remove(container: Container) -> None:
@@ -91,7 +113,7 @@ def run(
     whole container if even that does not return, so a run can never hang the workflow.
     """
     api = container.client.api
-    cmd = ["timeout", "-k", "10", str(int(timeout)), "bash", "-c", script]
+    cmd = bounded(container, ["timeout", "-k", "10", str(int(timeout)), "bash", "-c", script])
     exec_id = api.exec_create(container.id, cmd, workdir=workdir, environment=env or {})["Id"]
     started = time.monotonic()
     killed = threading.Event()
@@ -150,15 +172,52 @@ def revive(container: Container) -> None:
         container.start()
 
 
-def oom_kills(container: Container, since: float) -> int:
+def restart(container: Container) -> None:
+    """End every process of the container (its init is killed) and start it again; its filesystem is
+    kept. For a container whose processes may fill its process limit (a fork bomb): nothing else could
+    start in it."""
+    import docker
+
+    with contextlib.suppress(docker.errors.APIError):
+        container.kill()
+    container.wait(timeout=60)
+    container.start()
+
+
+def init_pid(container: Container) -> int:
+    """The host's pid of the container's init (0 when it is not running)."""
+    container.reload()
+    return int((container.attrs.get("State") or {}).get("Pid") or 0)
+
+
+def oom_kills(container: Container, since: float, events: bool = True) -> int:
     """How many times the kernel's OOM killer struck in the container since `since` (a time.time()).
 
-    The engine's events are the host's view, which nothing inside the container can fake.
+    The kernel's counter of the container's memory cgroup (`kotlin_bench.engine.cgroups`) where the
+    host can read it, else the engine's events (`events`: Docker has them; Podman 4.3 emits none); both
+    are the host's view, which nothing inside the container can fake.
     """
-    events = container.client.events(
+    counted = cgroups.oom_kills(init_pid(container), container.id)
+    if counted is not None or not events:
+        return counted or 0
+    found = container.client.events(
         since=since, until=time.time(), filters={"container": container.id, "event": "oom"}, decode=True
     )
-    return sum(1 for _ in events)
+    return sum(1 for _ in found)
+
+
+def refused_forks(container: Container) -> int | None:
+    """How often a fork was refused at the container's process limit; None when that cannot be read."""
+    return cgroups.refused_forks(init_pid(container), container.id)
+
+
+KEEPALIVE_TASKS = 2  # KEEPALIVE's shell and its sleep
+
+
+def leftover_tasks(container: Container) -> int | None:
+    """How many processes and threads run in the container besides its keep-alive (None: unknown)."""
+    count = cgroups.task_count(init_pid(container), container.id)
+    return None if count is None else max(0, count - KEEPALIVE_TASKS)
 
 
 @dataclass(frozen=True)
@@ -190,7 +249,7 @@ def stream(
     `max_out`, the container is killed (a caller that streams from a container must be done with it).
     """
     api = container.client.api
-    cmd = ["timeout", "-k", "5", str(max(1, int(timeout))), *argv]
+    cmd = bounded(container, ["timeout", "-k", "5", str(max(1, int(timeout))), *argv])
     exec_id = api.exec_create(
         container.id, cmd, workdir=workdir, stdout=True, stderr=True, environment=env or {}
     )["Id"]

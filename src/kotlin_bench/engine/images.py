@@ -12,6 +12,7 @@ Every build writes its log and, on success, a sentinel JSON recording the image 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.dataset.task import Task
-from kotlin_bench.engine.engine import EngineError, connect
+from kotlin_bench.engine.engine import Engine, EngineError, EngineSettings, connect
 from kotlin_bench.engine.registry import Registry, check_tag, pull, push
 
 if TYPE_CHECKING:
@@ -196,13 +197,17 @@ def fetch_npm_packs(context: Path, log: Any) -> None:
             raise ImageError(f"{listing}: `npm pack {spec}` failed: {result.stderr.strip()[-500:]}")
 
 
-def stream_build(
-    client: docker.DockerClient, context: Path, dockerfile: str, tag: str, timeout: float, log: Any
-) -> str:
+def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeout: float, log: Any) -> str:
     """Build and stream the log; stop with an error past `timeout` seconds."""
+    client = engine.client
     deadline = time.monotonic() + timeout
     stream: Iterator[dict[str, Any]] = client.api.build(
-        path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, decode=True
+        path=str(context),
+        dockerfile=dockerfile,
+        tag=engine.local_name(tag),
+        rm=True,
+        forcerm=True,
+        decode=True,
     )
     for chunk in stream:
         if "stream" in chunk:
@@ -218,10 +223,9 @@ def stream_build(
     return found
 
 
-def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) -> str:
+def _debootstrap(engine: Engine, suite: str, image: str, log: Any) -> str:
     if shutil.which("debootstrap") is None:
         raise ImageError(f"{image}: needs `debootstrap` on the host (apt-get install debootstrap)")
-    repository, tag = image.rsplit(":", 1)
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-rootfs-") as root:
         cmd = ["debootstrap", "--variant=minbase", suite, root]
         log.write(" ".join(cmd) + "\n")
@@ -231,18 +235,29 @@ def _debootstrap(client: docker.DockerClient, suite: str, image: str, log: Any) 
             raise ImageError(f"{image}: debootstrap {suite} failed (exit {result.returncode}); see the log")
         tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
-        client.api.import_image_from_stream(tar.stdout, repository=repository, tag=tag)
+        # `repository` names the tag too: Podman ignores a separate `tag` (the image would be `:latest`)
+        answer = engine.client.api.import_image_from_stream(tar.stdout, repository=engine.local_name(image))
         if tar.wait() != 0:
             raise ImageError(f"{image}: packing the root filesystem failed")
-    found = image_id(client, image)
-    if found is None:
-        raise ImageError(f"{image}: docker import produced no image")
+    imported = _imported_id(answer)
+    found = image_id(engine.client, image)
+    if found is None or (imported and found != imported):
+        raise ImageError(f"{image}: the import produced {imported or 'no image'}, but {image} is {found}")
     return found
 
 
-def ensure_image(
-    client: docker.DockerClient, sentinel: Sentinel, registry: Registry | None, where: Path
-) -> str:
+def _imported_id(answer: str | bytes) -> str | None:
+    """The image id in the last line of an import's answer (`{"status": "sha256:..."}`), if any."""
+    text = answer.decode() if isinstance(answer, bytes) else str(answer)
+    for line in reversed(text.strip().splitlines()):
+        with contextlib.suppress(ValueError, AttributeError):
+            status = str(json.loads(line).get("status", ""))
+            if status.startswith("sha256:"):
+                return status
+    return None
+
+
+def ensure_image(engine: Engine, sentinel: Sentinel, registry: Registry | None, where: Path) -> str:
     """The id of the image `sentinel` (read from `where`) records.
 
     Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
@@ -255,23 +270,22 @@ def ensure_image(
             f"{where}: {sentinel.image} was built without being pushed to {registry.url} "
             f"(recorded: {sentinel.pushed or 'not pushed'}); delete {where} to rebuild and push it"
         )
-    check_tag(client, sentinel.pushed, sentinel.image, str(where))
-    if image_id(client, sentinel.id) is None:
-        pull(client, sentinel.pushed, sentinel.image, sentinel.id)
+    check_tag(engine, sentinel.pushed, sentinel.image, str(where))
+    if image_id(engine.client, sentinel.id) is None:
+        pull(engine.client, sentinel.pushed, sentinel.image, sentinel.id)
     return sentinel.id
 
 
-def pin_images(
-    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
-) -> None:
+def pin_images(engine: Engine, sentinels: Iterable[Path], registry: Registry | None = None) -> None:
     """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
     sharing the engine may have moved the tag to an image of its own. With a registry, the image is
     first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
     import docker
 
+    client = engine.client
     for path in sentinels:
         record = read_sentinel(path)
-        wanted = ensure_image(client, record, registry, path)
+        wanted = ensure_image(engine, record, registry, path)
         if image_id(client, record.image) == wanted:
             continue
         try:
@@ -281,12 +295,12 @@ def pin_images(
                 f"{record.image}: the image built for it ({wanted[:19]}, {path}) is no longer in the engine; "
                 f"delete {path} to rebuild it"
             ) from None
-        repository, _, name = record.image.rpartition(":")
+        repository, _, name = engine.local_name(record.image).rpartition(":")
         image.tag(repository, name)
 
 
 def _finish(
-    client: docker.DockerClient,
+    engine: Engine,
     image: str,
     found: str,
     started: float,
@@ -296,7 +310,7 @@ def _finish(
 ) -> None:
     """Push the built image when a registry is configured, then write its sentinel."""
     seconds = time.monotonic() - started
-    pushed = push(client, registry, image, found, log) if registry else None
+    pushed = push(engine, registry, image, found, log) if registry else None
     write_sentinel(sentinel, image, found, seconds, pushed)
 
 
@@ -308,24 +322,25 @@ def build_base(
     timeout: float,
     parents: Iterable[Path] = (),
     registry: Registry | None = None,
+    settings: EngineSettings | None = None,
 ) -> None:
     """Build one manifest image FROM its parents (their sentinels) and record it in `sentinel`; with a
     registry, the parents come from it where this engine lacks them, and the image is pushed."""
-    client = connect()
-    pin_images(client, parents, registry)
+    engine = connect(settings)
+    pin_images(engine, parents, registry)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
         if entry.is_debootstrap:
             # An OS image has no inputs that could change: reuse it when present.
-            found = image_id(client, entry.image) or _debootstrap(
-                client, entry.recipe[len(DEBOOTSTRAP) :], entry.image, log
+            found = image_id(engine.client, entry.image) or _debootstrap(
+                engine, entry.recipe[len(DEBOOTSTRAP) :], entry.image, log
             )
         else:
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
-            found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
-        _finish(client, entry.image, found, started, sentinel, registry, log)
+            found = stream_build(engine, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
+        _finish(engine, entry.image, found, started, sentinel, registry, log)
 
 
 def build_task_image(
@@ -334,28 +349,29 @@ def build_task_image(
     sentinel: Path,
     base_sentinel: Path | None = None,
     registry: Registry | None = None,
+    settings: EngineSettings | None = None,
 ) -> None:
     """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
     with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
-    client = connect()
+    engine = connect(settings)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if base_sentinel is not None:
-        pin_images(client, [base_sentinel], registry)
-    if image_id(client, task.base_image) is None:
+        pin_images(engine, [base_sentinel], registry)
+    if image_id(engine.client, task.base_image) is None:
         raise ImageError(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
         )
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
         found = stream_build(
-            client,
+            engine,
             task.path / "environment",
             "Dockerfile",
             task.image,
             task.environment.build_timeout_sec,
             log,
         )
-        _finish(client, task.image, found, started, sentinel, registry, log)
+        _finish(engine, task.image, found, started, sentinel, registry, log)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:
@@ -389,6 +405,7 @@ def build_manifest_images(
     rebuild: bool,
     timeout: float = BASE_BUILD_TIMEOUT_SEC,
     registry: Registry | None = None,
+    settings: EngineSettings | None = None,
 ) -> None:
     """Build the manifest's images in order, skipping present ones unless `rebuild` (scripts/build_bases.sh);
     with `registry`, push each image built, as the workflow does."""
@@ -398,7 +415,7 @@ def build_manifest_images(
         if unknown:
             raise ImageError(f"{manifest}: no entries for {', '.join(sorted(unknown))}")
         recipes = [r for r in recipes if r.repo_key in only or r.image in only]
-    client = connect()
+    client = connect(settings).client
     for entry in recipes:
         present = image_id(client, entry.image)
         if present and not rebuild:
@@ -407,5 +424,5 @@ def build_manifest_images(
         print(f"build {entry.image} ...", flush=True)
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
-        build_base(entry, repo_root, log, sentinel, timeout, registry=registry)
+        build_base(entry, repo_root, log, sentinel, timeout, registry=registry, settings=settings)
         print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)

@@ -29,15 +29,18 @@ i.e. the proxy (`egress-proxy`); other names fail (Docker's embedded DNS forward
 namespace, which has no way out). Entering `allowlist` pins /etc/resolv.conf to the embedded resolver and
 leaving it restores the file, so a later `public` phase on the default bridge resolves names as the
 container did at start (on a user-defined egress network, `public` points it at the embedded resolver).
+On Podman the internal network has no DNS server at all (`kotlin_bench.engine.podman`): the proxy's
+address is pinned in /etc/hosts instead, and leaving restores that file; resolv.conf is Podman's.
 
 Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
 proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
 like the task container, so `kotlin_bench.engine.containers.reap` removes one left by a killed run; `reap_networks`
 removes the run's proxies and its network.
 
-Limitation: an internal network still routes to the host's own addresses (the bridge's gateway address and
-the host's other addresses), so a service listening on the host itself stays reachable from an `allowlist`
-phase; only a host firewall rule (INPUT from the network's bridge) would close that.
+Limitation: on Docker an internal network still routes to the host's own addresses (the bridge's gateway
+address and the host's other addresses), so a service listening on the host itself stays reachable from an
+`allowlist` phase; only a host firewall rule (INPUT from the network's bridge) would close that. Podman's
+DNS-less internal network has no gateway on the host.
 """
 
 from __future__ import annotations
@@ -58,12 +61,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
+from kotlin_bench.engine import podman
 from kotlin_bench.engine.images import ImageError, image_id, stream_build
 
 if TYPE_CHECKING:
-    import docker
     from docker.models.containers import Container
     from docker.models.networks import Network
+
+    from kotlin_bench.engine.engine import Engine
 
 MODES = ("public", "no-network", "allowlist")
 PROXY_DIR = names.PROXY_DIR
@@ -77,7 +82,11 @@ PROXY_ROLE = "egress-proxy"
 NETWORK_ROLE = "internal-network"
 PROXY_BUILD_TIMEOUT = 900.0
 PROXY_READY_TIMEOUT = 20.0
+PROXY_PIDS = 512
+PROXY_MEMORY = "256m"
 EMBEDDED_DNS = "nameserver 127.0.0.11\noptions ndots:0\n"
+RESOLV_CONF = "/etc/resolv.conf"
+HOSTS = "/etc/hosts"
 NO_PROXY = "localhost,127.0.0.1"
 
 _LABEL_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
@@ -170,7 +179,7 @@ def network_name(run_key: str) -> str:
     return NETWORK_PREFIX + safe
 
 
-def reap_networks(client: docker.DockerClient, run_key: str) -> int:
+def reap_networks(engine: Engine, run_key: str) -> int:
     """Remove what an interrupted run's allowlist phase left: its proxy containers and per-run network.
 
     Returns the number of networks removed. The task container itself is left alone (see
@@ -178,6 +187,7 @@ def reap_networks(client: docker.DockerClient, run_key: str) -> int:
     """
     import docker
 
+    client = engine.client
     proxies = client.containers.list(
         all=True, filters={"label": [f"{names.LABEL_RUN}={run_key}", f"{names.LABEL_ROLE}={PROXY_ROLE}"]}
     )
@@ -191,19 +201,26 @@ def reap_networks(client: docker.DockerClient, run_key: str) -> int:
         if network.name != name:
             continue
         with contextlib.suppress(docker.errors.NotFound):
-            _remove_network(network)
+            _remove_network(engine, network)
             removed += 1
+    if engine.podman:
+        podman.drop_forward_rule(engine, name)
     return removed
 
 
-def _remove_network(network: Network) -> None:
+def _remove_network(engine: Engine, network: Network) -> None:
+    """Remove a network of ours, after its endpoints (Podman removes a network with members and leaks
+    its bridge)."""
     import docker
 
     network.reload()
     for endpoint in network.attrs.get("Containers") or {}:
         with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
             network.disconnect(endpoint, force=True)
-    network.remove()
+    if engine.podman:
+        podman.drop_network(engine, network.name)
+    else:
+        network.remove()
 
 
 # --- the proxy image ------------------------------------------------------------------------------
@@ -215,19 +232,19 @@ def proxy_image_tag() -> str:
     return f"{PROXY_REPOSITORY}:tp-{digest}"
 
 
-def ensure_proxy_image(client: docker.DockerClient) -> str:
+def ensure_proxy_image(engine: Engine) -> str:
     """Build the proxy image when absent (once, even with concurrent runs); returns its tag."""
     tag = proxy_image_tag()
-    if image_id(client, tag):
+    if image_id(engine.client, tag):
         return tag
     lock = Path(tempfile.gettempdir()) / "kotlin-bench-egress-proxy.lock"
     with lock.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        if image_id(client, tag):
+        if image_id(engine.client, tag):
             return tag
         log = io.StringIO()
         try:
-            stream_build(client, PROXY_DIR, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
+            stream_build(engine, PROXY_DIR, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
         except ImageError as exc:
             raise NetworkError(f"{exc}; build log tail:\n{log.getvalue()[-2000:]}") from None
     return tag
@@ -239,14 +256,18 @@ def ensure_proxy_image(client: docker.DockerClient) -> str:
 class PhaseNetwork:
     """One phase's network; a context manager whose exit tears down what the phase set up."""
 
-    def __init__(self, container: Container, mode: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, engine: Engine, container: Container, mode: str, env: dict[str, str] | None = None
+    ) -> None:
+        self.engine = engine
         self.container = container
         self.mode = mode
         self.env: dict[str, str] = env or {}
         self.network: Network | None = None
         self.proxy: Container | None = None
         self.log_path: Path | None = None
-        self._resolv_conf: bytes | None = None
+        self._resolv_conf: bytes | None = None  # Docker: resolv.conf before the phase pinned it
+        self._hosts_pinned = False  # Podman: /etc/hosts names the proxy
         self._closed = False
 
     def __enter__(self) -> PhaseNetwork:
@@ -296,20 +317,23 @@ class PhaseNetwork:
         network, proxy = self.network, self.proxy
         if network is not None:
             step("detaching the task container", lambda: _detach(self.container, network))
-            if self._resolv_conf is not None and _running(self.container):
+            if (self._resolv_conf is not None or self._hosts_pinned) and _running(self.container):
                 # (A container the watchdog killed keeps its file; only a running one can be written.)
-                step(
-                    "restoring /etc/resolv.conf",
-                    lambda: _write_resolv_conf(self.container, self._resolv_conf),
-                )
+                step("unpinning the proxy", self._unpin)
         if proxy is not None:
             if self.log_path is not None:
                 step("saving the proxy log", self._save_log)
             step("removing the proxy", lambda: proxy.remove(force=True))
         if network is not None:
-            step("removing the network", lambda: _remove_network(network))
+            step("removing the network", lambda: _remove_network(self.engine, network))
         if problems:
             raise NetworkError("tearing down the allowlist network failed: " + "; ".join(problems))
+
+    def _unpin(self) -> None:
+        if self._resolv_conf is not None:
+            _write_file(self.container, RESOLV_CONF, self._resolv_conf)
+        if self._hosts_pinned:
+            _write_file(self.container, HOSTS, _without_proxy(_read_file(self.container, HOSTS) or b""))
 
     def _save_log(self) -> None:
         assert self.log_path is not None
@@ -324,20 +348,22 @@ def effective_mode(mode: str, allowed_hosts: Sequence[str]) -> str:
 
 
 def enter_phase(
+    engine: Engine,
     container: Container,
     mode: str,
     allowed_hosts: Sequence[str],
     run_key: str,
     *,
-    egress_network: str = "bridge",
+    egress_network: str | None = None,
     connect_ports: Sequence[int] = CONNECT_PORTS,
     log_path: Path | None = None,
 ) -> PhaseNetwork:
     """Switch the running `container` to a phase's network mode; use the result as a context manager.
 
-    `egress_network` is the network that leads out: `public` phases join it, and so does the proxy of an
-    `allowlist` phase. `connect_ports` are the ports CONNECT tunnels may reach. `log_path`, when given,
-    receives the proxy's log (its requests and refusals) when the phase ends.
+    `egress_network` is the network that leads out (default: the engine's default network): `public`
+    phases join it, and so does the proxy of an `allowlist` phase. `connect_ports` are the ports CONNECT
+    tunnels may reach. `log_path`, when given, receives the proxy's log (its requests and refusals) when
+    the phase ends.
     """
     if mode not in MODES:
         raise ValueError(f"network_mode {mode!r}: expected one of {MODES}")
@@ -348,20 +374,20 @@ def enter_phase(
     ports = sorted({int(p) for p in connect_ports})
     if not ports or not all(0 < p < 65536 for p in ports):
         raise ValueError(f"connect_ports {list(connect_ports)!r}: expected ports between 1 and 65535")
-    client = container.client
+    egress_network = egress_network or engine.default_network
     try:
         if mode == "public":
-            _attach_only(container, egress_network)
+            _attach_only(engine, container, egress_network)
         else:
             _detach_all(container)
         if mode != "allowlist":
-            return PhaseNetwork(container, mode)
+            return PhaseNetwork(engine, container, mode)
     except Exception as exc:
         raise NetworkError(f"switching the container to {mode}: {exc}") from exc
-    phase = PhaseNetwork(container, mode)
+    phase = PhaseNetwork(engine, container, mode)
     phase.log_path = log_path
     try:
-        _enter_allowlist(phase, client, rules, run_key, egress_network, ports)
+        _enter_allowlist(phase, rules, run_key, egress_network, ports)
     except BaseException as exc:
         with contextlib.suppress(NetworkError):
             phase.close()
@@ -372,23 +398,16 @@ def enter_phase(
 
 
 def _enter_allowlist(
-    phase: PhaseNetwork,
-    client: docker.DockerClient,
-    rules: str,
-    run_key: str,
-    egress_network: str,
-    ports: list[int],
+    phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
 ) -> None:
-    image = ensure_proxy_image(client)
+    engine = phase.engine
+    client = engine.client
+    image = ensure_proxy_image(engine)
     container = phase.container
     labels = {names.LABEL_RUN: run_key}
-    reap_networks(client, run_key)
-    phase.network = client.networks.create(
-        network_name(run_key),
-        driver="bridge",
-        internal=True,
-        check_duplicate=True,
-        labels={**labels, names.LABEL_ROLE: NETWORK_ROLE},
+    reap_networks(engine, run_key)
+    phase.network = internal_network(
+        engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}
     )
     phase.network.reload()
     subnets = [c["Subnet"] for c in phase.network.attrs["IPAM"]["Config"] if c.get("Subnet")]
@@ -402,18 +421,54 @@ def _enter_allowlist(
         cap_drop=["ALL"],
         cap_add=["SETUID", "SETGID"],
         security_opt=["no-new-privileges"],
-        mem_limit="256m",
+        mem_limit=PROXY_MEMORY,
+        memswap_limit=PROXY_MEMORY,
+        pids_limit=PROXY_PIDS,
     )
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", _proxy_files(rules, subnets, ports))
     phase.proxy.start()
     _wait_listening(phase.proxy)
-    phase._resolv_conf = _read_resolv_conf(container)
+    if not engine.podman:
+        phase._resolv_conf = _read_file(container, RESOLV_CONF)
     phase.network.connect(container)
-    # Docker points resolv.conf at its embedded DNS on joining a user-defined network, unless the file was
-    # edited (as leaving an earlier allowlist phase does); pin it so `egress-proxy` always resolves.
-    _write_resolv_conf(container, EMBEDDED_DNS.encode())
+    _pin_proxy(phase)
     phase.env = proxy_env(_image_env(container).get("JAVA_TOOL_OPTIONS", ""))
+
+
+def internal_network(engine: Engine, name: str, labels: dict[str, str], dns: bool = False) -> Network:
+    """A new internal network (no route out) whose members reach each other. On Docker its embedded DNS
+    always serves the network's names; on Podman only with `dns` (see `kotlin_bench.engine.podman`)."""
+    if engine.podman:
+        return podman.internal_network(engine, name, labels, dns=dns)
+    return engine.client.networks.create(
+        name, driver="bridge", internal=True, check_duplicate=True, labels=labels
+    )
+
+
+def _pin_proxy(phase: PhaseNetwork) -> None:
+    """Make `egress-proxy` name the proxy in the task container, whatever it did to its files before.
+    Docker points resolv.conf at its embedded DNS on joining a user-defined network, unless the file was
+    edited (as leaving an earlier allowlist phase does): it is pinned there (leaving restores the file).
+    Podman's internal network has no DNS: the proxy's address goes into /etc/hosts (leaving removes it;
+    Podman itself keeps the container's own entries of that file)."""
+    container = phase.container
+    if not phase.engine.podman:
+        _write_file(container, RESOLV_CONF, EMBEDDED_DNS.encode())
+        return
+    assert phase.proxy is not None and phase.network is not None
+    phase.proxy.reload()
+    address = phase.proxy.attrs["NetworkSettings"]["Networks"][phase.network.name]["IPAddress"]
+    hosts = _read_file(container, HOSTS)
+    if hosts is None:
+        raise NetworkError(f"cannot read {HOSTS} of the task container")
+    phase._hosts_pinned = True
+    _write_file(container, HOSTS, _without_proxy(hosts) + f"{address}\t{PROXY_ALIAS}\n".encode())
+
+
+def _without_proxy(hosts: bytes) -> bytes:
+    lines = hosts.decode("utf-8", "replace").splitlines()
+    return "".join(f"{line}\n" for line in lines if PROXY_ALIAS not in line.split()[1:]).encode()
 
 
 def _attached(container: Container) -> dict[str, str]:
@@ -444,21 +499,24 @@ def _running(container: Container) -> bool:
 
 
 def _detach(container: Container, network: Network) -> None:
-    if network.id in _attached(container).values():
+    # by name: Podman reports a network's name where Docker reports its id
+    if network.name in _attached(container):
         network.disconnect(container, force=True)
 
 
-def _attach_only(container: Container, network: str) -> None:
+def _attach_only(engine: Engine, container: Container, network: str) -> None:
     """Leave every network but `network`, and join it unless already there (no needless new interface)."""
     _detach_all(container, keep=network)
     if network in _attached(container):
         return
     target = container.client.networks.get(network)
     target.connect(container)
+    if engine.podman:
+        return  # Podman writes resolv.conf itself for the networks a container joins
     if (target.attrs.get("Options") or {}).get("com.docker.network.bridge.default_bridge") != "true":
         # Docker rewrites resolv.conf only on the first user-defined network a container joins; after an
         # allowlist phase restored the file, point it at the embedded DNS again (it serves this network).
-        _write_resolv_conf(container, EMBEDDED_DNS.encode())
+        _write_file(container, RESOLV_CONF, EMBEDDED_DNS.encode())
 
 
 def _proxy_files(rules: str, subnets: list[str], ports: list[int]) -> bytes:
@@ -505,20 +563,20 @@ def _wait_listening(proxy: Container) -> None:
         time.sleep(0.1)
 
 
-def _read_resolv_conf(container: Container) -> bytes | None:
-    result = container.exec_run(["cat", "/etc/resolv.conf"], user="root")
+def _read_file(container: Container, path: str) -> bytes | None:
+    result = container.exec_run(["cat", path], user="root")
     return result.output if result.exit_code == 0 else None
 
 
-def _write_resolv_conf(container: Container, content: bytes | None) -> None:
+def _write_file(container: Container, path: str, content: bytes | None) -> None:
+    """Write a file the engine manages (resolv.conf, hosts) in place: it is a mount, not to be replaced."""
     if content is None:
         return
-    script = 'printf "%s" "$1" > /etc/resolv.conf'
-    result = container.exec_run(["sh", "-c", script, "sh", content.decode("utf-8", "replace")], user="root")
+    script = 'printf "%s" "$1" > "$2"'
+    text = content.decode("utf-8", "replace")
+    result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root")
     if result.exit_code != 0:
-        raise NetworkError(
-            f"writing /etc/resolv.conf failed: {result.output.decode('utf-8', 'replace')[-300:]}"
-        )
+        raise NetworkError(f"writing {path} failed: {result.output.decode('utf-8', 'replace')[-300:]}")
 
 
 def _image_env(container: Container) -> dict[str, str]:

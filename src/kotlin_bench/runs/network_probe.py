@@ -30,7 +30,7 @@ from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine import containers, network
-from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.engine import EngineSettings, connect
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 
 PROBES_DIR = names.PROBES_DIR
@@ -134,14 +134,15 @@ def _probe_lines(output: str, hosts: Sequence[str]) -> dict[str, str]:
     return {host: found.get(host, f"{host} missing") for host in hosts}
 
 
-def check_network(task: Task, image: str) -> NetworkCheck:
-    """Probe the allowlisted host and GitHub inside `task`'s agent phase, in a container from `image`."""
+def check_network(task: Task, image: str, engine: EngineSettings | None = None) -> NetworkCheck:
+    """Probe the allowlisted host and GitHub inside `task`'s agent phase, in a container from `image` on
+    `engine` (config `engine:`)."""
     allowed = allowed_probe_host(task)
     hosts = [h for h in (allowed, BLOCKED_HOST) if h]
     mode = network.effective_mode(task.agent.network_mode, task.agent.allowed_hosts)
     labels = {names.LABEL_TASK: task.id, names.LABEL_PHASE: "agent"}
     key = names.probe_key(task.id)
-    with PhaseContainer(connect(), image, key, labels, Limits.of(task)) as box:
+    with PhaseContainer(connect(engine), image, key, labels, Limits.of(task, engine)) as box:
         box.copy_in(PROBES_DIR, names.CONTAINER_PROBE_DIR)
         with box.network(task.agent) as net:
             command = " ".join(["bash", f"{names.CONTAINER_PROBE_DIR}/{PROBE}", *hosts])

@@ -20,7 +20,7 @@ from pathlib import Path
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RunResult
 from kotlin_bench.dataset.task import Task
-from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.engine import EngineSettings, connect
 from kotlin_bench.engine.images import image_id
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents import Agent, kind_of
@@ -55,13 +55,16 @@ def run(
     options: VerifierOptions | None = None,
     limits: handoff.Limits | None = None,
     root: Path | None = None,
+    engine: EngineSettings | None = None,
 ) -> RunResult:
-    """Solve and verify one (task, agent, attempt); returns the result written to result.json.
-    `limits` bound the capture of the agent's work (config.yaml `capture:`; defaults otherwise)."""
+    """Solve and verify one (task, agent, attempt) on `engine` (config `engine:`; Docker by default);
+    returns the result written to result.json. `limits` bound the capture of the agent's work
+    (config.yaml `capture:`; defaults otherwise)."""
     if not task.has_expected_tests:
         raise RunError(f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored")
     with exclusive(run_dir):
-        client = connect()
+        connected = connect(engine)
+        client = connected.client
         # Containers start from the image the workflow built (its id), not from the tag, which another
         # checkout of the workflow may have moved to an image of its own.
         found = expected_image_id if expected_image_id else image_id(client, task.image)
@@ -73,11 +76,19 @@ def run(
         key = names.run_key(agent.name, task.id, attempt)
         work_dir = run_dir / names.WORK_DIR
         ctx = SolveContext(
-            client, task, agent, attempt, work_dir, found, limits or handoff.Limits(), key, root or Path.cwd()
+            connected,
+            task,
+            agent,
+            attempt,
+            work_dir,
+            found,
+            limits or handoff.Limits(),
+            key,
+            root or Path.cwd(),
         )
         work = kind_of(agent).solve(ctx)
         return verify(
-            VerifyContext(client, task, work_dir, run_dir, found, key, options or VerifierOptions()), work
+            VerifyContext(connected, task, work_dir, run_dir, found, key, options or VerifierOptions()), work
         )
 
 

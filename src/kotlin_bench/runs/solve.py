@@ -5,7 +5,9 @@ module starts and ends (`solve_in_container`), or runs its own trial (Harbor). E
 with a work record (`kotlin_bench.core.record.WorkRecord`) in the run's work directory:
 
 1. a container from the task image, labelled with the run's key, the agent phase under `[agent]` timeout
-   and network mode (the kind's `act`);
+   and network mode (the kind's `act`); an agent phase that hit the container's process limit (a fork
+   bomb) is recorded (`agent_process_limit`), and its container's processes are ended, as after a
+   timed-out phase, so that the harness can start its own;
 2. the agent's work captured as one diff against the base commit (`kotlin_bench.runs.handoff.capture`)
    into `work/agent.diff`; what it changed outside the repository, and what in the diff touches test
    infrastructure, is flagged (`kotlin_bench.runs.tamper`); the container is removed;
@@ -35,10 +37,10 @@ from kotlin_bench.runs.tamper import changed_paths, flag_changes, outside_change
 from kotlin_bench.scoring.reasons import Reason
 
 if TYPE_CHECKING:
-    import docker
     from docker.models.containers import Container
 
     from kotlin_bench.dataset.task import Task
+    from kotlin_bench.engine.engine import Engine
     from kotlin_bench.runs.agents.config import Agent
 
 CAPTURE_REASONS = {
@@ -52,7 +54,7 @@ CAPTURE_REASONS = {
 class SolveContext:
     """What the solve step of one (task, agent, attempt) works with."""
 
-    client: docker.DockerClient
+    engine: Engine
     task: Task
     agent: Agent
     attempt: int
@@ -101,11 +103,13 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     started = time.monotonic()
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: ctx.agent.name}
     diff = work_dir / names.AGENT_DIFF
+    limits = Limits.of(task, ctx.engine.settings)
     with PhaseContainer(
-        ctx.client, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, Limits.of(task)
+        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits
     ) as box:
         with box.network(task.agent, log_path=work_dir / names.PROXY_LOG) as net:
             outcome = act(box.container, work_dir / names.AGENT_LOG, net.env)
+            record.agent_process_limit = _settle(box, outcome, work_dir / names.AGENT_LOG)
         capture = handoff.capture(
             box.container,
             task,
@@ -119,6 +123,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     record.model = outcome.model or record.model
     record.agent_exit_code = outcome.exec.exit_code
     record.agent_timed_out = outcome.exec.timed_out
+    record.engine = ctx.engine.describe()
     record.timings = {"agent_sec": round(outcome.exec.seconds, 2), "capture_sec": round(capture.seconds, 2)}
     record.capture = capture.to_record()
     if outcome.prediction:
@@ -137,6 +142,24 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     record.timings["solve_sec"] = round(time.monotonic() - started, 2)
     record.write(work_dir / names.WORK_FILE)
     return record
+
+
+def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:
+    """After the agent phase: whether it hit the container's process limit. Every process the agent left
+    running (a build daemon, a fork bomb, anything that would change its work while it is captured) is
+    ended, its files kept: the container is restarted unless nothing is left in it (where that cannot be
+    known, and after a timeout, always)."""
+    hit = bool(box.hit_process_limit())
+    left = box.leftover_tasks()
+    if hit or outcome.exec.timed_out or left is None or left > 0:
+        why = f"hit the container's process limit ({box.limits.pids}); " if hit else ""
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(
+                f"\nkotlin-bench: the agent phase {why}left {left if left is not None else 'its'} "
+                "processes and threads running; they were ended\n"
+            )
+        box.restart()
+    return hit
 
 
 def file_sha256(path: Path) -> str:

@@ -13,7 +13,9 @@ From the work record (`kotlin_bench.core.record.WorkRecord`, written by the solv
 
 The reason of an unresolved run is classified here, once (`kotlin_bench.scoring.reasons.classify`), and
 recorded with its raw codes. A container that stops or runs out of memory under the verifier is an
-infrastructure error (`VerifyError`), not a score. Nothing of the work directory is changed.
+infrastructure error (`VerifyError`), not a score; unless the verifier's tests (the agent's code) hit the
+container's process limit: that is the agent's outcome (reward 0, `process_limit`), like an agent phase
+that hit it. Nothing of the work directory is changed.
 """
 
 from __future__ import annotations
@@ -34,9 +36,8 @@ from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reason
 from kotlin_bench.scoring.rescore import verdict_problem
 
 if TYPE_CHECKING:
-    import docker
-
     from kotlin_bench.dataset.task import Task
+    from kotlin_bench.engine.engine import Engine
 
 
 class VerifyError(RuntimeError):
@@ -67,7 +68,7 @@ class VerifierOptions:
 class VerifyContext:
     """What the verify step of one run works with."""
 
-    client: docker.DockerClient
+    engine: Engine
     task: Task
     work_dir: Path
     run_dir: Path  # where result.json, verifier.log and verifier/ go
@@ -113,15 +114,22 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
         _harbor_verdict(ctx, result, work)
     else:
         _verify_in_container(ctx, work, result)
-    if work.agent_timed_out and result.reward != 1.0:
-        result.reason = Reason.AGENT_TIMEOUT
-        result.reason_detail = detail_of([Reason.AGENT_TIMEOUT, *(result.reason_detail or "").split("; ")])
+    if work.agent_process_limit and result.reward != 1.0:
+        _agent_outcome(result, f"{Reason.PROCESS_LIMIT}: in the agent phase")
+    elif work.agent_timed_out and result.reward != 1.0:
+        _agent_outcome(result, Reason.AGENT_TIMEOUT)
     result.timings["verify_sec"] = round(time.monotonic() - started, 2)
     result.timings["total_sec"] = round(
         sum(result.timings.get(k, 0.0) for k in ("solve_sec", "verify_sec")), 2
     )
     result.write(ctx.run_dir / names.RESULT_FILE)
     return result
+
+
+def _agent_outcome(result: RunResult, code: str) -> None:
+    """An unresolved run whose agent phase ended it: that is its reason, the verifier's codes follow."""
+    result.reason = code.split(":", 1)[0]
+    result.reason_detail = detail_of([code, *filter(None, (result.reason_detail or "").split("; "))])
 
 
 def _harbor_verdict(ctx: VerifyContext, result: RunResult, work: WorkRecord) -> None:
@@ -142,7 +150,9 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
     assert work.diff is not None
     diff = ctx.work_dir / work.diff
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: work.agent, names.LABEL_PHASE: "verifier"}
-    with PhaseContainer(ctx.client, ctx.image_id, ctx.key, labels, Limits.of(task)) as box:
+    limits = Limits.of(task, ctx.engine.settings)
+    result.engine = ctx.engine.describe()
+    with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits) as box:
         if not handoff.apply_diff(box.container, task, diff, run_dir / names.VERIFIER_LOG):
             result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
             return
@@ -156,7 +166,14 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
                 env={**net.env, **ctx.options.env()},
             )
         result.timings["verifier_sec"] = round(done.seconds, 2)
-        if not box.copy_out(names.CONTAINER_VERIFIER_LOGS, run_dir):
+        copied = box.copy_out(names.CONTAINER_VERIFIER_LOGS, run_dir)
+        if box.hit_process_limit():
+            # The tests ran the agent's code, and it filled the process table: its outcome, whatever
+            # else went wrong with the verifier because of it.
+            detail = f"{Reason.PROCESS_LIMIT}: in the verifier's tests (pids_limit = {limits.pids})"
+            result.score(0.0, Reason.PROCESS_LIMIT, detail)
+            return
+        if not copied:
             raise VerifyError(
                 f"the verifier left no {names.CONTAINER_VERIFIER_LOGS} (see {names.VERIFIER_LOG})"
             )

@@ -25,6 +25,7 @@ class Reason(StrEnum):
 
     EMPTY_PATCH = "empty_patch"
     PATCH_NOT_APPLIED = "patch_not_applied"
+    PROCESS_LIMIT = "process_limit"
     AGENT_TIMEOUT = "agent_timeout"
     VERIFIER_TIMEOUT = "verifier_timeout"
     DIFF_UNAVAILABLE = "diff_unavailable"
@@ -52,6 +53,7 @@ class Reason(StrEnum):
 REASON_TEXT: dict[Reason, str] = {
     Reason.EMPTY_PATCH: "the agent (or its prediction) changed nothing; the verifier was skipped",
     Reason.PATCH_NOT_APPLIED: "the predicted patch did not apply to the repository; the verifier was skipped",
+    Reason.PROCESS_LIMIT: "the agent's processes hit the container's process limit (engine.pids_limit), in the agent phase or in the verifier's tests: a fork bomb or a runaway process count",
     Reason.AGENT_TIMEOUT: "the agent phase hit [agent].timeout_sec (the verifier still scored what it left)",
     Reason.VERIFIER_TIMEOUT: "the verifier phase hit [verifier].timeout_sec",
     Reason.DIFF_UNAVAILABLE: "the agent's work could not be captured: no usable git in its container, git failed, or capture.timeout_sec passed (see error)",
@@ -92,6 +94,7 @@ RUN_LEVEL = frozenset(
     {
         Reason.EMPTY_PATCH,
         Reason.PATCH_NOT_APPLIED,
+        Reason.PROCESS_LIMIT,
         Reason.AGENT_TIMEOUT,
         Reason.VERIFIER_TIMEOUT,
         Reason.DIFF_UNAVAILABLE,

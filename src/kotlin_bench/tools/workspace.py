@@ -21,6 +21,7 @@ import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RecordError, RunResult
+from kotlin_bench.engine.engine import EngineSettings
 
 NPM_PACKS = "examples/bases/toolchain/npm-packs"
 EXAMPLE_TASKS = "examples/tasks"
@@ -148,11 +149,21 @@ class Workspace:
 
         return workdir_tag(self.root)
 
+    def engine(self) -> EngineSettings:
+        """The engine this workspace's config names (`engine:`; Docker by default)."""
+        return EngineSettings.from_config(self.config().get("engine"))
+
+    def use_engine(self, settings: EngineSettings) -> None:
+        """Name the engine in this workspace's config (`engine:`)."""
+        config = self.config()
+        config["engine"] = settings.to_config()
+        (self.root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
     def containers(self, running_only: bool = False) -> list[Any]:
         """This workspace's containers (task containers and egress proxies): their run key ends in its tag."""
         from kotlin_bench.engine.engine import connect
 
-        client = connect()
+        client = connect(self.engine()).client
         found = client.containers.list(all=not running_only, filters={"label": names.LABEL_RUN})
         return [c for c in found if c.labels.get(names.LABEL_RUN, "").endswith(f".{self.tag()}")]
 

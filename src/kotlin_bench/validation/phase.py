@@ -26,7 +26,7 @@ from kotlin_bench.core import names
 from kotlin_bench.core.record import digests
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine import containers, network
-from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.engine import EngineSettings, connect
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.validation.records import PhaseKind, PhaseRecord, Problem, phase_kind
 
@@ -80,9 +80,11 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def run_phase(task: Task, label: str, out_dir: Path, image_id: str) -> PhaseRecord:
-    """Run one phase of `task` in a fresh container from `image_id`; returns the record written to
-    `<out_dir>/phase.json`."""
+def run_phase(
+    task: Task, label: str, out_dir: Path, image_id: str, engine: EngineSettings | None = None
+) -> PhaseRecord:
+    """Run one phase of `task` in a fresh container from `image_id` on `engine` (config `engine:`);
+    returns the record written to `<out_dir>/phase.json`."""
     kind = phase_kind(label)
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -93,7 +95,8 @@ def run_phase(task: Task, label: str, out_dir: Path, image_id: str) -> PhaseReco
     key = names.validation_key(task.id, label)
     phase = task.verifier
     try:
-        with PhaseContainer(connect(), image_id, key, labels, Limits.of(task), hostname=label) as box:
+        limits = Limits.of(task, engine)
+        with PhaseContainer(connect(engine), image_id, key, labels, limits, hostname=label) as box:
             box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
             if kind is PhaseKind.FIX:
                 box.copy_in(task.path / "solution", names.CONTAINER_SOLUTION)

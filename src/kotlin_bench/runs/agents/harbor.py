@@ -196,9 +196,11 @@ def run_trial(
     root: Path,
     kwargs: dict[str, str] | None = None,
     isolate_network: bool = False,
+    engine_env: dict[str, str] | None = None,
 ) -> TrialOutcome:
     """Run one Harbor trial on the prebuilt task image; returns its outcome, Harbor's files kept under
-    `work_dir/harbor`."""
+    `work_dir/harbor`. `engine_env` points Harbor's Docker CLI at our engine (`Engine.cli_env`: on Podman,
+    its Docker API socket and the classic builder)."""
     harbor_bin, docker_config = default_paths(root)
     work = work_dir / names.HARBOR_DIR
     staged = stage_task(task, work / "task", isolate_network)
@@ -206,7 +208,7 @@ def run_trial(
     if isolate_network:
         extra = work / "isolate.compose.yaml"
         extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
-    env = dict(os.environ)
+    env = dict(os.environ) | (engine_env or {})
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of LiteLLM's remote price list
     if docker_config:
         env["DOCKER_CONFIG"] = docker_config
@@ -263,6 +265,7 @@ class Harbor(AgentKind):
             ctx.root,
             dict(agent.kwargs),
             agent.isolate_network,
+            ctx.engine.cli_env(),
         )
         if trial.status is Status.ERROR:
             raise HarborError(f"harbor trial failed: {trial.reason}: {trial.error}")

@@ -322,6 +322,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def cmd_build_bases(args: argparse.Namespace) -> int:
+    from kotlin_bench.engine.engine import EngineSettings
     from kotlin_bench.engine.images import build_manifest_images
     from kotlin_bench.engine.registry import Registry
 
@@ -332,6 +333,7 @@ def cmd_build_bases(args: argparse.Namespace) -> int:
         only=args.only or None,
         rebuild=args.rebuild,
         registry=Registry.from_config({"url": args.registry} if args.registry else None),
+        settings=EngineSettings.from_config({"kind": args.engine}),
     )
     return 0
 
@@ -431,5 +433,11 @@ def register(sub: Any) -> None:
         "--registry",
         metavar="URL",
         help="push each image built to host[:port][/namespace] (config registry.url)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("docker", "podman"),
+        default="docker",
+        help="the container engine (config engine.kind; Podman's socket as engine.socket's default)",
     )
     p.set_defaults(func=cmd_build_bases)
