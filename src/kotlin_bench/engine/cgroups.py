@@ -61,10 +61,16 @@ def oom_kills(pid: int, container_id: str, root: Path = ROOT, proc: Path = PROC)
     return found if found is not None else counter(memory / "memory.events", "oom_kill")
 
 
+def pids_events(pid: int, container_id: str, root: Path = ROOT, proc: Path = PROC) -> Path | None:
+    """The container's `pids.events` (its `max N` line counts the forks refused at its process limit)."""
+    pids = cgroup_dir(pid, "pids", container_id, root, proc)
+    return None if pids is None or not (pids / "pids.events").is_file() else pids / "pids.events"
+
+
 def refused_forks(pid: int, container_id: str, root: Path = ROOT, proc: Path = PROC) -> int | None:
     """How often a fork in the container was refused at its process limit."""
-    pids = cgroup_dir(pid, "pids", container_id, root, proc)
-    return None if pids is None else counter(pids / "pids.events", "max")
+    events = pids_events(pid, container_id, root, proc)
+    return None if events is None else counter(events, "max")
 
 
 def task_count(pid: int, container_id: str, root: Path = ROOT, proc: Path = PROC) -> int | None:

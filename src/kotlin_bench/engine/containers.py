@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kotlin_bench.engine.engine import Engine
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
+WATCH_INTERVAL = 1.0  # how often the watchdog of `run` looks at the container's process limit
 KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
 
 
@@ -43,9 +44,14 @@ class ContainerError(RuntimeError):
 
 @dataclass(frozen=True)
 class ExecResult:
+    """A command run in a container: its exit code (None when the container was killed under it),
+    whether it ran past its deadline, and whether it filled the container's process limit (then the
+    container was killed at once: nothing more could run in it)."""
+
     exit_code: int | None
     timed_out: bool
     seconds: float
+    process_limit: bool = False
 
 
 def reap(client: docker.DockerClient, run_key: str) -> int:
@@ -110,18 +116,27 @@ def run(
     """Run a bash script in the container, its output appended to `log_path`, stopped past `timeout`.
 
     The script runs under coreutils `timeout` (KILL 10 s after TERM); a host-side watchdog kills the
-    whole container if even that does not return, so a run can never hang the workflow.
+    whole container if even that does not return, so a run can never hang the workflow. The watchdog
+    also kills the container within a second or two of a fork refused at its process limit (a fork
+    bomb: it would spin until the deadline), where the host can read that (`cgroups.refused_forks`).
     """
     api = container.client.api
     cmd = bounded(container, ["timeout", "-k", "10", str(int(timeout)), "bash", "-c", script])
+    events = cgroups.pids_events(init_pid(container), container.id)
+    refused_before = cgroups.counter(events, "max") if events else None
     exec_id = api.exec_create(container.id, cmd, workdir=workdir, environment=env or {})["Id"]
     started = time.monotonic()
-    killed = threading.Event()
+    killed, limited = threading.Event(), threading.Event()
 
     def watchdog() -> None:
-        if not done.wait(timeout + 60):
-            killed.set()
-            container.kill()
+        deadline = started + timeout + 60
+        while not done.wait(WATCH_INTERVAL):
+            hit = events is not None and (cgroups.counter(events, "max") or 0) > (refused_before or 0)
+            if hit or time.monotonic() > deadline:
+                (limited if hit else killed).set()
+                with contextlib.suppress(Exception):
+                    container.kill()
+                return
 
     done = threading.Event()
     threading.Thread(target=watchdog, daemon=True).start()
@@ -138,6 +153,12 @@ def run(
         if written >= MAX_LOG_BYTES:
             log.write(b"\n[kotlin-bench: log truncated]\n")
     seconds = time.monotonic() - started
+    if limited.is_set():
+        with log_path.open("ab") as log:
+            log.write(
+                b"\n[kotlin-bench: the container's process limit refused a fork; the container was stopped]\n"
+            )
+        return ExecResult(exit_code=None, timed_out=False, seconds=seconds, process_limit=True)
     if killed.is_set():
         return ExecResult(exit_code=None, timed_out=True, seconds=seconds)
     exit_code = api.exec_inspect(exec_id)["ExitCode"]

@@ -149,15 +149,15 @@ def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:
     running (a build daemon, a fork bomb, anything that would change its work while it is captured) is
     ended, its files kept: the container is restarted unless nothing is left in it (where that cannot be
     known, and after a timeout, always)."""
-    hit = bool(box.hit_process_limit())
+    hit = outcome.exec.process_limit or bool(box.hit_process_limit())
     left = box.leftover_tasks()
     if hit or outcome.exec.timed_out or left is None or left > 0:
-        why = f"hit the container's process limit ({box.limits.pids}); " if hit else ""
+        if hit:
+            what = f"filled the container's process limit ({box.limits.pids}); its processes were ended"
+        else:
+            what = f"left {'its' if left is None else left} processes and threads running; they were ended"
         with log_path.open("a", encoding="utf-8") as log:
-            log.write(
-                f"\nkotlin-bench: the agent phase {why}left {left if left is not None else 'its'} "
-                "processes and threads running; they were ended\n"
-            )
+            log.write(f"\nkotlin-bench: the agent phase {what}\n")
         box.restart()
     return hit
 

@@ -167,7 +167,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
             )
         result.timings["verifier_sec"] = round(done.seconds, 2)
         copied = box.copy_out(names.CONTAINER_VERIFIER_LOGS, run_dir)
-        if box.hit_process_limit():
+        if done.process_limit or box.hit_process_limit():
             # The tests ran the agent's code, and it filled the process table: its outcome, whatever
             # else went wrong with the verifier because of it.
             detail = f"{Reason.PROCESS_LIMIT}: in the verifier's tests (pids_limit = {limits.pids})"

@@ -119,6 +119,10 @@ def run_phase(
         record.problem = (
             f"{Problem.TIMEOUT}: the phase exceeded [verifier].timeout_sec = {phase.timeout_sec:g}"
         )
+    elif done.process_limit:
+        raise PhaseError(
+            f"phase {label}: the test command filled the container's process limit ({limits.pids})"
+        )
     elif done.exit_code != 0 or not copied:
         raise PhaseError(f"phase {label}: the phase script exited with {done.exit_code} (see {PHASE_LOG})")
     else:
