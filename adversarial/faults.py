@@ -292,7 +292,7 @@ def run_signals(ws: Workspace) -> list[Row]:
 def _foreign_containers(ws: Workspace) -> list[str]:
     """Running containers that are not this workspace's (a restart of the engine would stop them)."""
     ours = {c.id for c in ws.containers()}
-    return [c.name for c in connect().containers.list() if c.id not in ours]
+    return [c.name for c in connect().client.containers.list() if c.id not in ours]
 
 
 def restart_engine(timeout: float = 90) -> None:

@@ -11,8 +11,12 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adversarial.common import REPO, Row
+
+if TYPE_CHECKING:
+    from kotlin_bench.engine.engine import EngineSettings
 
 
 def pr_heads(tasks: list[str], work: Path) -> dict[str, tuple[str, str, list[str], int]]:
@@ -79,14 +83,14 @@ echo "pr_present=$present"
 """
 
 
-def run_sealed(tasks: list[str] | None = None) -> list[Row]:
+def run_sealed(tasks: list[str] | None = None, engine: EngineSettings | None = None) -> list[Row]:
     """In every example task image the base commit and its ancestors are reachable on `task-base`, and
-    no later commit nor any object of the fix exists."""
+    no later commit nor any object of the fix exists (in the images of `engine`, default Docker)."""
     from kotlin_bench.dataset.task import discover, load_task
     from kotlin_bench.engine.engine import connect
     from kotlin_bench.engine.images import image_id
 
-    client = connect()
+    client = connect(engine).client
     loaded = [load_task(p, require_materialized=False) for p in discover(REPO / "examples/tasks")]
     selected = [t for t in loaded if tasks is None or t.id in tasks]
     rows: list[Row] = []

@@ -4,7 +4,9 @@
 # this script, and a service is started only when its socket does not answer.
 #
 # Usage:
-#   scripts/setup_podman.sh [--user NAME ...]    as root: install podman and what rootless needs, start the
+#   scripts/setup_podman.sh [--user NAME ...]    as root: install podman and what rootless needs (uidmap,
+#                                                slirp4netns, fuse-overlayfs; mmdebstrap, with which an
+#                                                ordinary user makes the OS image), start the
 #                                                rootful service (unix:///run/podman/podman.sock); for each
 #                                                --user, prepare that user for rootless Podman (subuid and
 #                                                subgid ranges, /run/user/<uid>) and start their service
@@ -121,7 +123,7 @@ fi
 # ------------------------------------------------------------------------------------------ root
 need=()
 for pair in podman:podman newuidmap:uidmap slirp4netns:slirp4netns fuse-overlayfs:fuse-overlayfs \
-  iptables:iptables curl:curl; do
+  iptables:iptables curl:curl mmdebstrap:mmdebstrap; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -13,16 +13,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from kotlin_bench.core import names
 from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
+from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.tools.workspace import Workspace, copy_checkout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = [i for i in items if not i.get_closest_marker("podman")] + [
         i for i in items if i.get_closest_marker("podman")
     ]
+
 
 TASK_TOML = """\
 version = "1.0"
@@ -213,6 +220,157 @@ def podman_examples(tmp_path_factory: pytest.TempPathFactory, podman_engine: Eng
     ws.use_engine(podman_engine)
     out = ws.snakemake(timeout=3600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    return ws
+
+
+# What a run decided, as opposed to how long it took or when it ran.
+VERDICT = [
+    "task",
+    "repository",
+    "agent",
+    "kind",
+    "attempt",
+    "reward",
+    "status",
+    "reason",
+    "reason_detail",
+    *[f"{c}_{k}" for c in ("f2p", "p2p", "s2p", "n2p") for k in ("expected", "landed", "missing")],
+    "image_id",
+    "task_digest",
+    "verifier_digest",
+]
+
+
+# calc #6's HostNameTest passes or fails by the container's random hostname (examples/README.md): it is in
+# no expected list, so no reward depends on it, but the verifier's validity rule counts it as a fixed test
+# when it passes, so a failing run's reason is `expected_missing` or `no_fixed_test` by chance.
+HOSTNAME_DEPENDENT = {"examples_calc-6"}
+
+
+def verdicts(ws: Workspace) -> pd.DataFrame:
+    """The verdict columns of a workspace's summary, one row per run, in a fixed order."""
+    summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
+    chance = summary.task.isin(HOSTNAME_DEPENDENT) & (summary.status != "resolved")
+    summary.loc[chance, ["reason", "reason_detail"]] = "(by chance)"
+    return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
+
+
+ROOTLESS_USER = os.environ.get("KOTLIN_BENCH_ROOTLESS_USER", "kbtest")
+ROOTLESS_PYTHON = os.environ.get("KOTLIN_BENCH_ROOTLESS_PYTHON", "/opt/kotlin-bench/rootless-venv/bin/python")
+
+
+@dataclass(frozen=True)
+class RootlessUser:
+    """An ordinary user with rootless Podman (scripts/setup_podman.sh --user), no access to any Docker
+    engine, and a Python with kotlin-bench's dependencies (scripts/setup.sh --tests); the package itself
+    comes from the workspace it runs in (PYTHONPATH)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: Path
+    python: Path
+    made: list[Path] = field(default_factory=list)  # directories of this session, removed at its end
+
+    @property
+    def runtime_dir(self) -> Path:
+        return Path(f"/run/user/{self.uid}")
+
+    @property
+    def engine(self) -> EngineSettings:
+        """The user's engine, as root reaches it (root may use a rootless socket)."""
+        return EngineSettings(Kind.PODMAN, socket=f"unix://{self.runtime_dir}/podman/podman.sock")
+
+    def env(self, workspace: Path | None = None) -> dict[str, str]:
+        env = {
+            "HOME": str(self.home),
+            "USER": self.name,
+            "LOGNAME": self.name,
+            "LANG": "C.UTF-8",
+            "PATH": f"{self.python.parent}:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+        }
+        if workspace is not None:
+            env["PYTHONPATH"] = f"{workspace / 'src'}:{workspace}"
+        return env
+
+    def run(
+        self, argv: list[str], cwd: Path, timeout: float = 1800, workspace: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`argv` as this user, in `cwd`, with nothing of root's environment."""
+        env = [f"{k}={v}" for k, v in self.env(workspace).items()]
+        return subprocess.run(
+            ["runuser", "-u", self.name, "--", "env", "-i", *env, *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def snakemake(self, ws: Workspace, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        return self.run(
+            [str(self.python), "-m", "snakemake", "--cores", "2", *args], ws.root, timeout, ws.root
+        )
+
+    def give(self, path: Path) -> None:
+        """Make `path` (a tree) this user's."""
+        subprocess.run(["chown", "-R", f"{self.uid}:{self.gid}", str(path)], check=True)
+
+    def clone(self, ws: Workspace) -> Workspace:
+        """A copy of `ws` that this user owns, where the user can reach it (not under pytest's private
+        temporary directories)."""
+        root = Path(tempfile.mkdtemp(prefix="kotlin-bench-rootless-", dir="/tmp"))
+        root.chmod(0o755)
+        self.made.append(root)
+        copy = ws.clone(root / "ws")
+        self.give(copy.root)
+        return copy
+
+
+@pytest.fixture(scope="session")
+def rootless(podman_engine: EngineSettings) -> Iterator[RootlessUser]:
+    """The rootless test user (KOTLIN_BENCH_ROOTLESS_USER, default kbtest), checked: their Podman answers
+    and is rootless, and their Python runs."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(ROOTLESS_USER)
+    except KeyError:
+        _service_missing(f"no user {ROOTLESS_USER}", "scripts/setup.sh --tests")
+    user = RootlessUser(ROOTLESS_USER, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), Path(ROOTLESS_PYTHON))
+    if not user.python.is_file() or not engine_answers(user.engine):
+        _service_missing(
+            f"no rootless Podman service or Python for {user.name} ({user.runtime_dir}, {user.python})",
+            "scripts/setup.sh --tests",
+        )
+    assert connect(user.engine).rootless
+    yield user
+    for made in user.made:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rootless_examples(rootless: RootlessUser, podman_examples: Workspace) -> Workspace:
+    """A copy of the rootful Podman run of the examples that the rootless user owns, without its runs,
+    and the task images in the user's own Podman (moved from rootful Podman: `podman save`, `podman load`
+    as the user; image ids stay)."""
+    sentinels = sorted((podman_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
+    ids = {read_sentinel(p).id for p in sentinels}
+    user_client = connect(rootless.engine).client
+    if not all(image_id(user_client, i) for i in ids):
+        archive = Path(tempfile.mkdtemp(prefix="kotlin-bench-images-", dir="/tmp")) / "images.tar"
+        tags = [read_sentinel(p).image for p in sentinels]
+        try:
+            subprocess.run(["podman", "save", "-q", "-m", "-o", str(archive), *tags], check=True)
+            archive.parent.chmod(0o755)
+            archive.chmod(0o644)
+            loaded = rootless.run(["podman", "load", "-q", "-i", str(archive)], Path("/"))
+            assert loaded.returncode == 0, loaded.stderr[-2000:]
+        finally:
+            shutil.rmtree(archive.parent)
+    assert all(image_id(user_client, i) for i in ids)
+    ws = rootless.clone(podman_examples)
+    shutil.rmtree(ws.root / names.runs_root())
     return ws
 
 

@@ -92,7 +92,7 @@ def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
     from kotlin_bench.engine.containers import KEEPALIVE, reap
     from kotlin_bench.engine.engine import connect
 
-    client = connect()
+    client = connect().client
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     started = [
         client.containers.run(

@@ -27,7 +27,7 @@ from kotlin_bench.core.record import RunResult
 from kotlin_bench.dataset.predictions import load_predictions, patch_candidates
 from kotlin_bench.dataset.task import Task, load_task
 from kotlin_bench.engine import containers
-from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 from kotlin_bench.engine.images import read_sentinel
 from kotlin_bench.runs import handoff
 from kotlin_bench.scoring.reasons import Reason
@@ -307,27 +307,34 @@ def test_left_out_records_cover_embedded_repositories_once() -> None:
 
 @dataclass
 class Site:
-    """The example task and its image, built in a workspace."""
+    """The example task and its image, built in a workspace on one engine (Docker, then Podman)."""
 
     ws: Workspace
     task: Task
     image: str
+    engine: Engine
     key: str = field(default_factory=lambda: f"handoff-test.{uuid.uuid4().hex[:8]}")
 
     def labels(self) -> dict[str, str]:
         return {names.LABEL_RUN: self.key}
 
+    def start(self, phase: str, memory_mb: int) -> Any:
+        """A container of the task image, as a phase container starts it."""
+        labels = self.labels() | {names.LABEL_PHASE: phase}
+        return containers.start(self.engine, self.image, self.key, labels, 1, memory_mb, 4096)
+
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Iterator[Site]:
+def site(tmp_path_factory: pytest.TempPathFactory, engine: EngineSettings) -> Iterator[Site]:
     ws = Workspace.create(tmp_path_factory.mktemp("handoff") / "ws", REPO)
+    ws.use_engine(engine)
     prepared = ws.prepare(TASK)
     assert prepared.returncode == 0, prepared.stderr[-2000:]
     task = load_task(ws.root / EXAMPLE_TASKS / TASK)
     image = read_sentinel(ws.root / names.task_sentinel(TASK)).id
-    found = Site(ws, task, image)
+    found = Site(ws, task, image, connect(engine))
     yield found
-    client = connect()
+    client = found.engine.client
     for container in client.containers.list(all=True, filters={"label": f"{names.LABEL_RUN}={found.key}"}):
         containers.remove(container)
     for container in ws.containers():
@@ -361,10 +368,10 @@ def hand_off(
 ) -> HandOff:
     """Run (the fix and) `thing` in an agent container, capture, apply in a fresh one, list both trees."""
     task = task or site.task
-    client = connect()
-    start = lambda phase: containers.start(  # noqa: E731
-        client, site.image, site.key, site.labels() | {names.LABEL_PHASE: phase}, 1, 2048
-    )
+
+    def start(phase: str) -> Any:
+        return site.start(phase, 2048)
+
     agent = start("agent")
     verifier = None
     try:
@@ -531,10 +538,7 @@ git add -A && GIT_AUTHOR_DATE="1000000000 +0000" GIT_COMMITTER_DATE="1000000000 
 
 
 def _base_commit(site: Site, setup: str) -> str:
-    client = connect()
-    box = containers.start(
-        client, site.image, site.key, site.labels() | {names.LABEL_PHASE: "setup"}, 1, 1024
-    )
+    box = site.start("setup", 1024)
     try:
         done = box.exec_run(["bash", "-c", f"{setup}\ngit -C /tmp/base rev-parse HEAD"])
         assert done.exit_code == 0, done.output
@@ -548,7 +552,6 @@ def test_predicted_patches_in_every_shape_apply_and_garbage_keeps_the_message(
     site: Site, tmp_path: Path
 ) -> None:
     gold = (site.ws.root / EXAMPLE_TASKS / TASK / names.FIX_PATCH).read_text(encoding="utf-8")
-    client = connect()
     shapes = {
         "as given": (gold, ()),
         "fenced with prose (git apply skips both)": (f"Here is my fix.\n\n```diff\n{gold}```\nDone.\n", ()),
@@ -556,9 +559,7 @@ def test_predicted_patches_in_every_shape_apply_and_garbage_keeps_the_message(
         "CRLF without final newline": (gold.replace("\n", "\r\n")[:-2], ("crlf", "final_newline")),
     }
     for name, (text, steps) in shapes.items():
-        box = containers.start(
-            client, site.image, site.key, site.labels() | {names.LABEL_PHASE: "agent"}, 1, 1024
-        )
+        box = site.start("agent", 1024)
         try:
             done, applied = handoff.apply_patch(
                 box, site.task, patch_candidates(text), tmp_path / f"{name}.log", 120
@@ -567,9 +568,7 @@ def test_predicted_patches_in_every_shape_apply_and_garbage_keeps_the_message(
             containers.remove(box)
         assert applied.applier == "git apply --verbose" and applied.normalised == steps, (name, applied)
         assert done.exit_code == 0
-    box = containers.start(
-        client, site.image, site.key, site.labels() | {names.LABEL_PHASE: "agent"}, 1, 1024
-    )
+    box = site.start("agent", 1024)
     try:
         _done, applied = handoff.apply_patch(
             box, site.task, patch_candidates(gold.replace("val token", "val tokn")), tmp_path / "bad.log", 120

@@ -109,7 +109,7 @@ def server(workspace: Workspace) -> Iterator[str]:
     """A local HTTP server on the default bridge, port 443 (the probe asks for a tunnel there): its address."""
     from kotlin_bench.engine.engine import connect
 
-    client = connect()
+    client = connect().client
     container = client.containers.run(
         "kotlin-bench/examples_calc:pr-4",
         ["python3", "-m", "http.server", "443"],

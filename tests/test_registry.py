@@ -1,4 +1,6 @@
-"""Images in a real registry on loopback (Debian's docker-registry, scripts/setup_registry.sh).
+"""Images in a real registry on loopback (Debian's docker-registry, scripts/setup_registry.sh), pushed and
+pulled by Docker, then by rootful Podman (the `engine` fixture; Podman pushes OCI manifests, so its
+digests differ from Docker's for the same image, and it names no digest in its push stream's `aux`).
 
 Every test pushes under a namespace of its own, and removes only the images it made. The example images
 (`kotlin-bench/examples_*`) are shared with other checkouts on this engine, so the workflow test gives its
@@ -18,6 +20,7 @@ import docker
 import pytest
 
 from kotlin_bench.core import names
+from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 from kotlin_bench.engine.images import (
     ImageError,
     Sentinel,
@@ -30,13 +33,23 @@ from kotlin_bench.engine.registry import Registry, RegistryError, push, split_re
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.registry, pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
+pytestmark = [pytest.mark.registry, pytest.mark.docker]
 TASK = "examples_calc-4"
 
 
 @pytest.fixture
-def client() -> docker.DockerClient:
-    return docker.from_env()
+def eng(engine: EngineSettings) -> Engine:
+    return connect(engine)
+
+
+@pytest.fixture
+def client(eng: Engine) -> docker.DockerClient:
+    return eng.client
+
+
+def tags(client: docker.DockerClient, image: str) -> list[str]:
+    """An image's names without the registry Podman puts before short names (`localhost/`, `docker.io/`)."""
+    return [t.removeprefix("localhost/").removeprefix("docker.io/") for t in client.images.get(image).tags]
 
 
 @pytest.fixture
@@ -54,13 +67,13 @@ def made(client: docker.DockerClient) -> Iterator[list[str]]:
             client.images.remove(image_id, force=True)
 
 
-def tiny_image(client: docker.DockerClient, tmp_path: Path, name: str, marker: str) -> str:
+def tiny_image(eng: Engine, tmp_path: Path, name: str, marker: str) -> str:
     """A one-file image FROM scratch (builds offline in a second), tagged `name`."""
     context = tmp_path / marker
     context.mkdir()
     (context / "marker.txt").write_text(marker + "\n")
     (context / "Dockerfile").write_text("FROM scratch\nCOPY marker.txt /marker.txt\n")
-    image, _ = client.images.build(path=str(context), tag=name, rm=True)
+    image, _ = eng.client.images.build(path=str(context), tag=eng.local_name(name), rm=True)
     return image.id
 
 
@@ -81,78 +94,97 @@ def test_the_registry_address_is_checked() -> None:
 
 
 def test_a_failed_push_raises_and_leaves_no_registry_tag(
-    client: docker.DockerClient, tmp_path: Path, namespace: str, made: list[str]
+    eng: Engine, client: docker.DockerClient, tmp_path: Path, namespace: str, made: list[str]
 ) -> None:
     image = names.image("registry-test", namespace)
-    made.append(tiny_image(client, tmp_path, image, namespace))
+    made.append(tiny_image(eng, tmp_path, image, namespace))
     nowhere = Registry("127.0.0.1:9")  # nothing listens there: the engine reports it in the push stream
     with pytest.raises(
         RegistryError,
         match=rf"pushing {image} to 127.0.0.1:9/kotlin-bench/registry-test:{namespace} failed: .*127.0.0.1:9",
     ):
-        push(client, nowhere, image, made[0], (tmp_path / "push.log").open("w"))
-    assert client.images.get(made[0]).tags == [image]
+        push(eng, nowhere, image, made[0], (tmp_path / "push.log").open("w"))
+    assert tags(client, made[0]) == [image]
 
 
 def test_push_pull_by_digest_and_a_moved_tag_is_refused(
-    client: docker.DockerClient, tmp_path: Path, registry_service: str, namespace: str, made: list[str]
+    eng: Engine,
+    client: docker.DockerClient,
+    tmp_path: Path,
+    registry_service: str,
+    namespace: str,
+    made: list[str],
 ) -> None:
     registry = Registry(f"{registry_service}/{namespace}")
     image = names.image("registry-test", namespace)
-    built = tiny_image(client, tmp_path, image, "one")
+    built = tiny_image(eng, tmp_path, image, "one")
     made.append(built)
     with (tmp_path / "push.log").open("w") as log:
-        pushed = push(client, registry, image, built, log)
+        pushed = push(eng, registry, image, built, log)
     repository, digest = split_reference(pushed)
     assert repository == f"{registry_service}/{namespace}/kotlin-bench/registry-test"
-    assert tag_digest(client, repository, namespace) == digest
-    assert client.images.get(built).tags == [image]  # the push's own tag is gone again
+    assert tag_digest(eng, repository, namespace) == digest
+    assert tags(client, built) == [image]  # the push's own tag is gone again
 
     client.images.remove(built, force=True)  # this engine no longer has it, as a fresh node would not
     sentinel = Sentinel(image, built, pushed=pushed)
     path = tmp_path / "s.json"
     sentinel.write(path)
-    pin_images(client, [path], registry)
-    assert image in client.images.get(built).tags  # pulled by digest and named as built
+    pin_images(eng, [path], registry)
+    assert image in tags(client, built)  # pulled by digest and named as built
 
-    other = tiny_image(client, tmp_path, f"{repository}:{namespace}", "tampered")  # other content, same tag
+    other = tiny_image(eng, tmp_path, f"{repository}:{namespace}", "tampered")  # other content, same tag
     made.append(other)
     for event in client.images.push(repository, tag=namespace, stream=True, decode=True):
         assert "error" not in event, event
-    found = tag_digest(client, repository, namespace)
+    found = tag_digest(eng, repository, namespace)
     assert found != digest
     with pytest.raises(RegistryError) as refused:
-        pin_images(client, [path], registry)
+        pin_images(eng, [path], registry)
     message = str(refused.value)
     assert image in message and digest in message and found in message and str(path) in message
 
     with pytest.raises(ImageError, match=r"s.json: .* was built without being pushed to .*delete s.json"):
-        ensure_image(client, Sentinel(image, built), registry, Path("s.json"))
+        ensure_image(eng, Sentinel(image, built), registry, Path("s.json"))
     # without a registry, the recorded id as it is (as before registries)
-    assert ensure_image(client, Sentinel(image, built), None, Path("s.json")) == built
+    assert ensure_image(eng, Sentinel(image, built), None, Path("s.json")) == built
 
 
 def test_build_bases_pushes_what_it_builds(
-    client: docker.DockerClient, tmp_path: Path, registry_service: str, namespace: str, made: list[str]
+    eng: Engine, tmp_path: Path, registry_service: str, namespace: str, made: list[str]
 ) -> None:
     (tmp_path / "img").mkdir()
     (tmp_path / "img/marker.txt").write_text(namespace)
     (tmp_path / "img/Dockerfile").write_text("FROM scratch\nCOPY marker.txt /marker.txt\n")
     (tmp_path / "manifest").write_text(f"registry-test {namespace} img/Dockerfile\n")
     registry = Registry(f"{registry_service}/{namespace}")
-    build_manifest_images(tmp_path / "manifest", tmp_path, tmp_path / "logs", None, False, registry=registry)
+    build_manifest_images(
+        tmp_path / "manifest",
+        tmp_path,
+        tmp_path / "logs",
+        None,
+        False,
+        registry=registry,
+        settings=eng.settings,
+    )
     sentinel = read_sentinel(tmp_path / names.base_sentinel("registry-test", namespace))
     made.append(sentinel.id)
     assert sentinel.pushed
     repository, digest = split_reference(sentinel.pushed)
     assert repository == f"{registry.url}/kotlin-bench/registry-test"
-    assert tag_digest(client, repository, namespace) == digest
+    assert tag_digest(eng, repository, namespace) == digest
 
 
 def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
-    client: docker.DockerClient, tmp_path: Path, registry_service: str, namespace: str, made: list[str]
+    eng: Engine,
+    client: docker.DockerClient,
+    tmp_path: Path,
+    registry_service: str,
+    namespace: str,
+    made: list[str],
 ) -> None:
     ws = Workspace.create(tmp_path / "ws", REPO)
+    ws.use_engine(eng.settings)
     url = f"{registry_service}/{namespace}"
     ws.configure([TASK], [{"name": "oracle", "kind": "oracle"}], registry={"url": url})
     # An image of this test's own: nobody else's runs or tags are touched when it is removed.
@@ -170,7 +202,7 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     base = read_sentinel(ws.root / names.base_sentinel("examples_calc", "base"))
     assert base.pushed and base.pushed.startswith(f"{url}/kotlin-bench/examples_calc@sha256:")
     repository, digest = split_reference(sentinel.pushed)
-    assert tag_digest(client, repository, f"pr-{pr}") == digest
+    assert tag_digest(eng, repository, f"pr-{pr}") == digest
 
     # A node without the image: remove it (ours alone); the run pulls it by digest.
     client.images.remove(sentinel.id, force=True)
@@ -181,14 +213,14 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     assert record is not None and record.status == "resolved" and record.reward == 1.0
     assert record.image_id == sentinel.id
     pulled = client.images.get(sentinel.id)
-    assert sentinel.pushed in pulled.attrs["RepoDigests"] and image in pulled.tags
+    assert sentinel.pushed in pulled.attrs["RepoDigests"] and image in tags(client, sentinel.id)
 
     # Someone pushes other content under the tag: the run refuses it, naming image and both digests.
-    other = tiny_image(client, tmp_path, f"{repository}:pr-{pr}", namespace)
+    other = tiny_image(eng, tmp_path, f"{repository}:pr-{pr}", namespace)
     made.append(other)
     for event in client.images.push(repository, tag=f"pr-{pr}", stream=True, decode=True):
         assert "error" not in event, event
-    found = tag_digest(client, repository, f"pr-{pr}")
+    found = tag_digest(eng, repository, f"pr-{pr}")
     (ws.root / target).unlink()
     refused = ws.snakemake(target, timeout=1800)
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-3000:]  # an error result

@@ -19,39 +19,11 @@ import pytest
 
 from kotlin_bench.core import names
 from kotlin_bench.tools.workspace import Workspace
+from tests.conftest import RootlessUser, verdicts
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.usefixtures("slurm_cluster")]
 SUBMITTED_RE = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
-SACCT_FIELDS = "JobID,State,Comment,ReqMem,AllocCPUS,WorkDir"
-# What a run decided, as opposed to how long it took or when it ran.
-VERDICT = [
-    "task",
-    "repository",
-    "agent",
-    "kind",
-    "attempt",
-    "reward",
-    "status",
-    "reason",
-    "reason_detail",
-    *[f"{c}_{k}" for c in ("f2p", "p2p", "s2p", "n2p") for k in ("expected", "landed", "missing")],
-    "image_id",
-    "task_digest",
-    "verifier_digest",
-]
-
-
-# calc #6's HostNameTest passes or fails by the container's random hostname (examples/README.md): it is in
-# no expected list, so no reward depends on it, but the verifier's validity rule counts it as a fixed test
-# when it passes, so a failing run's reason is `expected_missing` or `no_fixed_test` by chance.
-HOSTNAME_DEPENDENT = {"examples_calc-6"}
-
-
-def verdicts(ws: Workspace) -> pd.DataFrame:
-    summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
-    chance = summary.task.isin(HOSTNAME_DEPENDENT) & (summary.status != "resolved")
-    summary.loc[chance, ["reason", "reason_detail"]] = "(by chance)"
-    return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
+SACCT_FIELDS = "JobID,State,Comment,ReqMem,AllocCPUS,WorkDir,User"
 
 
 def accounting(job_ids: list[str], seconds: float = 60) -> dict[str, list[str]]:
@@ -97,7 +69,7 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     records = accounting(runs)
     comments = set()
     for job in runs:
-        state, comment, req_mem, cpus, workdir = records[job]
+        state, comment, req_mem, cpus, workdir, _user = records[job]
         assert state == "COMPLETED" and workdir == str(ws.root), records[job]
         # each request is the task's: 1 CPU, 2048 MB + the harness's 512 MB (kotlin_bench.dag.resources)
         assert (req_mem, cpus) == ("2560M", "1"), records[job]
@@ -112,3 +84,39 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     assert by_agent == {("oracle", "resolved"): len(tasks), ("nop", "unresolved"): len(tasks)}
     pd.testing.assert_frame_equal(slurm_verdicts, local_verdicts)
     assert (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8") == local_reproduction
+
+
+@pytest.mark.podman
+def test_rootless_podman_jobs_of_an_ordinary_user_without_docker(
+    finished_examples: Workspace, rootless: RootlessUser, rootless_examples: Workspace
+) -> None:
+    """Every run again as a Slurm job that the rootless test user submits and runs, on that user's rootless
+    Podman, with Docker out of reach: the summary's verdicts are those of the local Docker run (image ids
+    aside: Podman built its own images)."""
+    ws = rootless.clone(rootless_examples)  # images in the user's Podman, materialized tasks, no runs
+    on_slurm = rootless.snakemake(
+        ws,
+        "--workflow-profile",
+        "profiles/slurm",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        timeout=1800,
+    )
+    output = on_slurm.stdout + on_slurm.stderr
+    assert on_slurm.returncode == 0, output[-5000:]
+    submitted = SUBMITTED_RE.findall(output)
+    runs = [job for job, rule in submitted if rule == "run"]
+    assert {rule for _, rule in submitted} == {"run"}, submitted
+    assert len(runs) == 2 * 5
+    records = accounting(runs)
+    assert {tuple(records[job][i] for i in (0, 4, 5)) for job in runs} == {
+        ("COMPLETED", str(ws.root), rootless.name)
+    }, records
+    found = verdicts(ws).drop(columns="image_id")
+    assert found.groupby("agent").status.value_counts().to_dict() == {
+        ("oracle", "resolved"): 5,
+        ("nop", "unresolved"): 5,
+    }
+    pd.testing.assert_frame_equal(found, verdicts(finished_examples).drop(columns="image_id"))
+    for path in (ws.root / names.runs_root()).glob("*/*/attempt-1/result.json"):
+        assert path.stat().st_uid == rootless.uid

@@ -2,7 +2,8 @@
 
 A base image comes from a manifest line `<repo_key> <tag> <recipe>` (image `kotlin-bench/<repo_key>:<tag>`);
 the recipe is a Dockerfile (context: its directory) or `debootstrap:<suite>` (an OS image made with
-debootstrap and `docker import`, for hosts without a registry). A Dockerfile's context may list npm
+debootstrap and an import, for hosts without a registry; an ordinary user, for rootless Podman, makes
+the same minbase variant with mmdebstrap in a user namespace). A Dockerfile's context may list npm
 packages in `npm-packs.txt`; they are fetched on the host with `npm pack` into `<context>/npm-packs/`
 before the build, so that containers never need the npm registry. A task image is built from the task's
 `environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -224,26 +226,46 @@ def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeo
 
 
 def _debootstrap(engine: Engine, suite: str, image: str, log: Any) -> str:
-    if shutil.which("debootstrap") is None:
-        raise ImageError(f"{image}: needs `debootstrap` on the host (apt-get install debootstrap)")
+    """An OS image of `suite`: debootstrap's minbase root filesystem, imported. debootstrap needs root;
+    an ordinary user (rootless Podman) gets the same variant from mmdebstrap in a user namespace."""
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-rootfs-") as root:
-        cmd = ["debootstrap", "--variant=minbase", suite, root]
+        cmd = _os_command(suite, root, image)
         log.write(" ".join(cmd) + "\n")
         log.flush()
-        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
-        if result.returncode != 0:
-            raise ImageError(f"{image}: debootstrap {suite} failed (exit {result.returncode}); see the log")
-        tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+        if cmd[0] == "debootstrap":
+            result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+            if result.returncode != 0:
+                raise ImageError(
+                    f"{image}: debootstrap {suite} failed (exit {result.returncode}); see the log"
+                )
+            cmd = ["tar", "-C", root, "-c", "."]
+        tar = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
         assert tar.stdout is not None
         # `repository` names the tag too: Podman ignores a separate `tag` (the image would be `:latest`)
         answer = engine.client.api.import_image_from_stream(tar.stdout, repository=engine.local_name(image))
         if tar.wait() != 0:
-            raise ImageError(f"{image}: packing the root filesystem failed")
+            raise ImageError(
+                f"{image}: making the root filesystem failed ({cmd[0]} exit {tar.returncode}); see the log"
+            )
     imported = _imported_id(answer)
     found = image_id(engine.client, image)
     if found is None or (imported and found != imported):
         raise ImageError(f"{image}: the import produced {imported or 'no image'}, but {image} is {found}")
     return found
+
+
+def _os_command(suite: str, root: str, image: str) -> list[str]:
+    """debootstrap into `root` (as root), or mmdebstrap writing the tarball to stdout (anyone else)."""
+    if os.geteuid() == 0:
+        if shutil.which("debootstrap") is None:
+            raise ImageError(f"{image}: needs `debootstrap` on the host (apt-get install debootstrap)")
+        return ["debootstrap", "--variant=minbase", suite, root]
+    if shutil.which("mmdebstrap") is None:
+        raise ImageError(
+            f"{image}: an ordinary user needs `mmdebstrap` on the host (apt-get install mmdebstrap uidmap; "
+            "scripts/setup_podman.sh installs it), or the image built by root or pulled from a registry"
+        )
+    return ["mmdebstrap", "--quiet", "--variant=minbase", "--mode=unshare", "--format=tar", suite, "-"]
 
 
 def _imported_id(answer: str | bytes) -> str | None:

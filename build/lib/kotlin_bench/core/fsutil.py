@@ -1,0 +1,31 @@
+"""Files written whole or not at all: a reader never sees a partial result, report or sentinel, and a
+full disk leaves no partial file behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write to; renamed over `path` when the block succeeds and
+    removed when it raises (the rename is atomic on one filesystem)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: bytes | str, mode: int | None = None) -> None:
+    """Write `data` (text is UTF-8) to `path` atomically, with file `mode` when given."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        if mode is not None:
+            tmp.chmod(mode)

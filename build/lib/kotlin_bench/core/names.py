@@ -1,0 +1,263 @@
+"""Every name and path the parts of kotlin-bench agree on, spelled out once.
+
+- images: `kotlin-bench/<repo_key>:<tag>` (bases) and `kotlin-bench/<repo_key>:pr-<N>` (tasks);
+- the results tree: image sentinels, run directories and their files, reports, logs;
+- task directory files that materialization writes;
+- folders inside task containers, and the labels on every container and network the harness makes.
+
+Paths under `results/` are relative to the workflow directory (Snakemake's working directory), as
+strings, because rules and input functions use them as Snakemake targets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+# --------------------------------------------------------------------------- images
+
+IMAGE_NAMESPACE = "kotlin-bench"
+_IMAGE_RE = re.compile(r"^kotlin-bench/(?P<repo>[a-z0-9][a-z0-9._-]*):(?P<tag>[A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+def image(repo_key: str, tag: str) -> str:
+    """A base image (or any image of ours): `kotlin-bench/<repo_key>:<tag>`."""
+    return f"{IMAGE_NAMESPACE}/{repo_key}:{tag}"
+
+
+def task_image(repo_key: str, pr: int) -> str:
+    """A task image: the base image's repository key and the pull request number."""
+    return image(repo_key, f"pr-{pr}")
+
+
+def image_parts(name: str) -> tuple[str, str]:
+    """Split `kotlin-bench/<repo>:<tag>` into (repo, tag); anything else is an error."""
+    match = _IMAGE_RE.match(name)
+    if not match:
+        raise ValueError(f"image {name!r} is not of the form {IMAGE_NAMESPACE}/<repo>:<tag>")
+    return match["repo"], match["tag"]
+
+
+def is_ours(name: str) -> bool:
+    return name.startswith(f"{IMAGE_NAMESPACE}/")
+
+
+# --------------------------------------------------------------------------- the results tree
+
+RESULTS = "results"
+SUMMARY_CSV = f"{RESULTS}/summary.csv"
+SUMMARY_MD = f"{RESULTS}/summary.md"
+RATES_CSV = f"{RESULTS}/rates.csv"
+RATES_BY_REPOSITORY_CSV = f"{RESULTS}/rates_by_repository.csv"
+REPORT_HTML = f"{RESULTS}/report.html"
+PLOT_RATES = f"{RESULTS}/plots/rates.png"
+PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
+PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
+REPRODUCE_DIR = f"{RESULTS}/reproduce"
+VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
+HEALTHCHECK_DIR = f"{RESULTS}/healthcheck"
+HEALTHCHECK_CSV = f"{HEALTHCHECK_DIR}/summary.csv"
+HEALTHCHECK_MD = f"{HEALTHCHECK_DIR}/summary.md"
+LOGS = f"{RESULTS}/logs"
+
+
+def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
+    return f"{results}/images/base/{repo_key}/{tag}.json"
+
+
+def task_sentinel(task_id: str, results: str = RESULTS) -> str:
+    return f"{results}/images/task/{task_id}.json"
+
+
+def is_image_sentinel(path: str) -> bool:
+    """Whether a rule input is an image sentinel (a base or task image the job builds FROM)."""
+    return path.startswith(f"{RESULTS}/images/") and path.endswith(".json")
+
+
+def runs_root(results: str = RESULTS) -> str:
+    return f"{results}/runs"
+
+
+def run_dir(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{runs_root()}/{agent}/{task_id}/attempt-{attempt}"
+
+
+def run_result(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{run_dir(agent, task_id, attempt)}/{RESULT_FILE}"
+
+
+def work_dir(agent: str, task_id: str, attempt: int | str) -> str:
+    """The solve step's directory: the work record and everything the agent phase left."""
+    return f"{run_dir(agent, task_id, attempt)}/{WORK_DIR}"
+
+
+def work_record(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{work_dir(agent, task_id, attempt)}/{WORK_FILE}"
+
+
+RESULT_FILE = "result.json"
+RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root()
+WORK_DIR = "work"
+WORK_FILE = "work.json"
+# Files of a run's work directory (besides work.json).
+AGENT_DIFF = "agent.diff"
+AGENT_LOG = "agent.log"
+CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
+PROXY_LOG = "proxy.log"
+HARBOR_DIR = "harbor"  # a Harbor trial's staged task, jobs directory and log
+# Files of a run directory (besides result.json and work/): the verification.
+VERIFIER_LOG = "verifier.log"
+VERIFIER_OUT = "verifier"  # the copied-out /logs/verifier
+REWARD_TXT = "reward.txt"
+REPORT_JSON = "report.json"
+JUNIT_XML = "junit.xml"
+TEST_OUTPUT_LOG = "test_output.log"
+LEFTOVER_PROCESSES = "leftover_processes.txt"
+
+
+# Validation: the three phases of a task (run, test, fix and its repetitions fix-<k>), each a record
+# `phase.json` with the copied-out `/logs/phase` beside it, then the task's verdict and derived lists.
+VALIDATION = f"{RESULTS}/validation"
+VALIDATION_SUMMARY_CSV = f"{VALIDATION}/summary.csv"
+VALIDATION_SUMMARY_MD = f"{VALIDATION}/summary.md"
+PHASE_FILE = "phase.json"
+PHASE_OUT = "phase"  # the copied-out /logs/phase: junit.xml, test_output.log, exit_code, problem
+EXIT_CODE = "exit_code"
+PHASE_PROBLEM = "problem"
+VALIDATION_FILE = "validation.json"
+DERIVED_EXPECTED = "expected_tests.json"  # the derived lists, beside validation.json
+
+
+def validation_dir(task_id: str) -> str:
+    return f"{VALIDATION}/{task_id}"
+
+
+def validation_phase_dir(task_id: str, label: str) -> str:
+    return f"{validation_dir(task_id)}/{label}"
+
+
+def validation_phase(task_id: str, label: str) -> str:
+    return f"{validation_phase_dir(task_id, label)}/{PHASE_FILE}"
+
+
+def validation_verdict(task_id: str) -> str:
+    return f"{validation_dir(task_id)}/{VALIDATION_FILE}"
+
+
+def derived_expected(task_id: str) -> str:
+    return f"{validation_dir(task_id)}/{DERIVED_EXPECTED}"
+
+
+def validation_log(task_id: str, label: str) -> str:
+    return log("validation", task_id, label)
+
+
+def validation_tries(task_id: str, label: str) -> str:
+    """Each failed try of a validation phase, one line each (Snakemake clears a job's log before a retry)."""
+    return f"{validation_log(task_id, label)}.tries"
+
+
+def mirror_dir(owner: str, repo: str) -> str:
+    return f"{RESULTS}/upstream/{owner}/{repo}"
+
+
+def reproduce_output(agent: str, suffix: str) -> str:
+    return f"{REPRODUCE_DIR}/{agent}{suffix}"
+
+
+def network_check(task_id: str) -> str:
+    """The health check's network probe of one task's agent phase (`kotlin_bench.runs.network_probe`)."""
+    return f"{HEALTHCHECK_DIR}/network/{task_id}.json"
+
+
+def log(*parts: str) -> str:
+    """`results/logs/<part>/.../<last>.log`."""
+    return "/".join((LOGS, *parts)) + ".log"
+
+
+def run_log(agent: str, task_id: str, attempt: int | str) -> str:
+    return log("runs", agent, task_id, f"attempt-{attempt}")
+
+
+def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
+    """Each failed try of a run, one line each (Snakemake clears a job's log before a retry)."""
+    return f"{run_log(agent, task_id, attempt)}.tries"
+
+
+# --------------------------------------------------------------------------- committed files of a checkout
+
+BENCHMARK_SPEC = "dataset/kotlin-bench.json"  # the 106 tasks (relative to the repository root)
+LEADERBOARD_CSV = "reference/leaderboard.csv"  # the published leaderboard's rows
+LEADERBOARD_CONFIGS = "config/leaderboard"  # one generated config per runnable leaderboard row
+
+# --------------------------------------------------------------------------- task directories
+
+STAMP = ".materialized.json"
+MISSING_EXPECTED_MARKER = "tests/.expected_tests_missing"
+EXPECTED_TESTS = "tests/expected_tests.json"
+INSTRUCTION = "instruction.md"
+FIX_PATCH = "solution/fix.patch"
+TEST_PATCH = "tests/test.patch"
+WARMUP_PATCH = "environment/warmup.patch"  # for tasks whose warm-up applies a patch
+# Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
+MATERIALIZED = frozenset(
+    {FIX_PATCH, TEST_PATCH, EXPECTED_TESTS, MISSING_EXPECTED_MARKER, INSTRUCTION, STAMP, WARMUP_PATCH}
+)
+
+
+def stamp(tasks_dir: str, task_id: str) -> str:
+    """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
+    return f"{tasks_dir}/{task_id}/{STAMP}"
+
+
+# --------------------------------------------------------------------------- inside task containers
+
+CONTAINER_VERIFIER_LOGS = "/logs/verifier"
+CONTAINER_TESTS = "/tests"
+CONTAINER_SOLUTION = "/solution"
+CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
+CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
+CONTAINER_PHASE_LOGS = "/logs/phase"
+CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
+
+# --------------------------------------------------------------------------- labels and keys
+
+LABEL_RUN = "kotlin-bench.run"
+LABEL_TASK = "kotlin-bench.task"
+LABEL_AGENT = "kotlin-bench.agent"
+LABEL_PHASE = "kotlin-bench.phase"
+LABEL_WORKDIR = "kotlin-bench.workdir"
+LABEL_ROLE = "kotlin-bench.role"
+LABEL_NPROC = "kotlin-bench.nproc"  # RLIMIT_NPROC of every command, where the engine has no pids limit
+
+# --------------------------------------------------------------------------- files of the package
+
+PACKAGE = Path(__file__).resolve().parents[1]
+VERIFIER_DIR = PACKAGE / "scoring" / "verifier"  # bash + Python stdlib, copied into every task's tests/
+TEMPLATES_DIR = PACKAGE / "dataset" / "templates"  # shared task scripts and Dockerfile templates
+DATASET_SCHEMA = PACKAGE / "dataset" / "schemas" / "dataset.schema.json"
+PROXY_DIR = PACKAGE / "engine" / "proxy"  # the egress proxy's image recipe
+PROBES_DIR = PACKAGE / "runs" / "probes"  # scripts the health check runs in task containers
+HANDOFF_SCRIPT = PACKAGE / "runs" / "handoff.sh"
+
+
+def workdir_tag(workdir: Path | None = None) -> str:
+    """8 hex digits naming the workflow directory (part of every container key): two checkouts never
+    reap each other's containers."""
+    return hashlib.sha256(str((workdir or Path.cwd()).resolve()).encode()).hexdigest()[:8]
+
+
+def run_key(agent: str, task_id: str, attempt: int | str, workdir: Path | None = None) -> str:
+    """The key of a run's containers and networks (label `kotlin-bench.run`)."""
+    return f"{agent}.{task_id}.{attempt}.{workdir_tag(workdir)}"
+
+
+def validation_key(task_id: str, label: str) -> str:
+    """The key of one validation phase's container."""
+    return run_key(f"validation-{label}", task_id, 0)
+
+
+def probe_key(task_id: str) -> str:
+    """The key of the health check's network probe of a task."""
+    return run_key("healthcheck", task_id, 1)

@@ -1,0 +1,1 @@
+"""The Snakemake DAG: the plan, job resources, progress, helpers of rule scripts."""

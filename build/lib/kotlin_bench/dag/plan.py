@@ -1,0 +1,283 @@
+"""What the Snakemake DAG is made of: the task table, base images, runs, and the paths between them.
+
+`rules/common.smk` builds a `Plan` once from the validated config; input functions ask it for paths.
+Keeping this in Python keeps the rules thin and makes the DAG's shape testable without Snakemake.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench.core import names
+from kotlin_bench.dag.resources import JobResources, Sizing
+from kotlin_bench.dataset import leaderboard
+from kotlin_bench.dataset.materialize import MirrorSources
+from kotlin_bench.dataset.predictions import Prediction, load_predictions
+from kotlin_bench.dataset.task import Task, TaskError, discover, load_task
+from kotlin_bench.engine.images import (
+    BASE_BUILD_TIMEOUT_SEC,
+    BaseRecipe,
+    order_recipes,
+    parse_manifest,
+    recipe_inputs,
+    recipe_parent,
+)
+from kotlin_bench.runs.agents import Agent, agent_from_config
+from kotlin_bench.validation.records import phase_labels
+
+HEALTHCHECK_AGENTS = ("oracle", "nop")  # the health check's agents: name = kind
+
+
+@functools.cache
+def _files(directory: Path) -> list[str]:
+    """The files under `directory` (cached: input functions ask for the same task once per run job)."""
+    return sorted(str(p) for p in directory.rglob("*") if p.is_file())
+
+
+@dataclass
+class Plan:
+    root: Path
+    tasks: dict[str, Task]
+    bases: dict[str, BaseRecipe]
+    agents: dict[str, Agent]
+    attempts: int
+    predictions: dict[str, dict[str, Prediction]] = field(default_factory=dict)
+    materialize: dict[str, Any] = field(default_factory=dict)
+    tasks_dir: str = "tasks"
+    validation_repeats: int = 0  # extra fix runs of the three-phase validation (config validation.repeats)
+    sizing: Sizing = field(default_factory=Sizing)
+    base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
+        tasks_dir = root / config["tasks_dir"]
+        if not tasks_dir.is_dir():
+            raise ValueError(f"config tasks_dir: {tasks_dir} is not a directory")
+        tasks, invalid = {}, {}
+        for path in discover(tasks_dir):
+            try:
+                tasks[path.name] = load_task(path, require_materialized=False)
+            except TaskError as exc:  # one bad task never stops the others
+                invalid[path.name] = str(exc)
+        for name, why in sorted(invalid.items()):
+            print(f"kotlin-bench: skipping invalid task {name}: {why}", file=sys.stderr)
+        wanted = config.get("tasks", "all")
+        if wanted == leaderboard.PRESET:  # the published leaderboard's 105 tasks
+            wanted = leaderboard.task_set(root / config["spec"])
+        wanted = wanted if wanted == "all" else [t for t in wanted if t not in invalid]
+        exclude = [t for t in config.get("exclude", []) if t not in invalid]
+        selected = _select(tasks, wanted, exclude)
+        recipes = parse_manifest(root / config["bases_manifest"])
+        bases = {r.image: r for r in order_recipes(recipes, root)}
+        for task in selected.values():
+            if task.base_image not in bases:
+                raise TaskError(
+                    task.path / "task.toml",
+                    "metadata.kotlin_bench.base_image",
+                    f"{task.base_image} is not listed in {config['bases_manifest']}",
+                )
+        agents = [agent_from_config(a, root) for a in config["agents"]]
+        names = [a.name for a in agents]
+        if len(set(names)) != len(names):
+            raise ValueError(f"config agents: names must be unique, got {names}")
+        predictions = {
+            a.name: load_predictions(root / a.predictions, tasks) for a in agents if a.predictions is not None
+        }
+        return cls(
+            root,
+            selected,
+            bases,
+            {a.name: a for a in agents},
+            int(config["attempts"]),
+            predictions,
+            dict(config.get("materialize") or {}),
+            str(config["tasks_dir"]),
+            int((config.get("validation") or {}).get("repeats", 0)),
+            Sizing.from_config(config.get("resources")),
+            config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
+        )
+
+    def task_dir(self, task_id: str) -> str:
+        """The task's directory relative to the workflow root (a stable rule parameter)."""
+        return str(self.tasks[task_id].path.relative_to(self.root))
+
+    def agent(self, name: str) -> Agent:
+        """A configured agent, or one of the health check's (`oracle`, `nop`) when not configured."""
+        if name in self.agents:
+            return self.agents[name]
+        if name in HEALTHCHECK_AGENTS:
+            return Agent(name, name)
+        raise ValueError(f"no agent named {name!r} is configured (configured: {', '.join(self.agents)})")
+
+    def agent_config(self, name: str) -> dict[str, Any]:
+        return asdict(self.agent(name))
+
+    def prediction_digest(self, agent: str, task_id: str) -> str | None:
+        """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
+        found = self.predictions.get(agent, {}).get(task_id)
+        return found.digest if found else None
+
+    def base(self, repo_key: str, tag: str) -> BaseRecipe:
+        image = names.image(repo_key, tag)
+        if image not in self.bases:
+            raise ValueError(f"{image} is not in the base manifest")
+        return self.bases[image]
+
+    def base_inputs(self, repo_key: str, tag: str) -> list[str]:
+        """A base image depends on its recipe's files and on the manifest image it is built FROM."""
+        entry = self.base(repo_key, tag)
+        inputs = [str(p.relative_to(self.root)) for p in recipe_inputs(entry, self.root)]
+        parent = recipe_parent(entry, self.root, set(self.bases))
+        if parent:
+            parent_entry = self.bases[parent]
+            inputs.append(names.base_sentinel(parent_entry.repo_key, parent_entry.tag))
+        return inputs
+
+    def task_image_inputs(self, task_id: str) -> list[str]:
+        task = self.tasks[task_id]
+        base = self.bases[task.base_image]
+        environment = [
+            str(Path(p).relative_to(self.root))
+            for p in _files(task.path / "environment")
+            if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
+        ]
+        # A warm-up patch is materialized: the image then waits for the task's materialization.
+        stamp = [self.stamp(task_id)] if task.warmup_patch else []
+        return [names.base_sentinel(base.repo_key, base.tag), *environment, *stamp]
+
+    def run_inputs(self, task_id: str) -> list[str]:
+        """A run depends on the task image, the committed files it copies in (task.toml, solution/, tests/),
+        and the materialization stamp, which stands for the upstream-authored files. Those are left out of
+        the list so that the set of inputs is the same before and after materialization."""
+        task = self.tasks[task_id]
+        rel = task.path.relative_to(self.root)
+        files = [str(rel / "task.toml")]
+        for sub in ("solution", "tests"):
+            files += [
+                str(Path(p).relative_to(self.root))
+                for p in _files(task.path / sub)
+                if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
+            ]
+        return [names.task_sentinel(task_id), self.stamp(task_id), *files]
+
+    def run_resources(self, task_id: str) -> JobResources:
+        """What a run of the task asks the scheduler for (kotlin_bench.dag.resources has the rule)."""
+        return self.sizing.for_run(self.tasks[task_id])
+
+    def task_image_resources(self, task_id: str) -> JobResources:
+        return self.sizing.for_task_image(self.tasks[task_id])
+
+    def base_image_resources(self) -> JobResources:
+        return self.sizing.for_base_image(self.base_build_timeout_sec)
+
+    def stamp(self, task_id: str) -> str:
+        """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
+        return names.stamp(self.tasks_dir, task_id)
+
+    def mirror_sources(self) -> MirrorSources | None:
+        return MirrorSources.from_config(self.materialize.get("upstream") or {})
+
+    def mirror_source(self, owner: str, repo: str) -> str:
+        sources = self.mirror_sources()
+        if sources is None:
+            raise ValueError("config materialize.upstream.mirror_sources is not set")
+        return sources.source(owner, repo)
+
+    def mirror_inputs(self, owner: str, repo: str) -> list[str]:
+        source = self.root / self.mirror_source(owner, repo)
+        if not source.is_dir():
+            raise ValueError(f"no upstream source for {owner}/{repo} at {source}")
+        builder = self.mirror_sources().builder  # type: ignore[union-attr]
+        return [builder, *(str(Path(p).relative_to(self.root)) for p in _files(source))]
+
+    def materialize_inputs(self, task_id: str) -> list[str]:
+        task = self.tasks[task_id]
+        inputs = [str(task.path.relative_to(self.root) / "task.toml")]
+        if self.materialize.get("source") == "upstream" and self.mirror_sources():
+            inputs.append(names.mirror_dir(task.source.owner, task.source.name))
+        return inputs
+
+    def mirrors(self) -> dict[str, str]:
+        """Upstream mirrors for materialization: configured ones, plus those the DAG builds."""
+        upstream = self.materialize.get("upstream") or {}
+        found = dict(upstream.get("mirrors") or {})
+        if self.mirror_sources():
+            for task in self.tasks.values():
+                name = f"{task.source.owner}/{task.source.name}"
+                found.setdefault(name, names.mirror_dir(task.source.owner, task.source.name))
+        return found
+
+    def validation_phases(self, task_id: str) -> list[str]:
+        """The phase records of a task's validation: run, test, fix and the fix repetitions."""
+        labels = phase_labels(self.validation_repeats)
+        return [names.validation_phase(task_id, label) for label in labels]
+
+    def validation_verdicts(self) -> list[str]:
+        return [names.validation_verdict(task_id) for task_id in self.tasks]
+
+    def results(self) -> list[str]:
+        return [
+            names.run_result(agent, task_id, attempt)
+            for agent in self.agents
+            for task_id in self.tasks
+            for attempt in range(1, self.attempts + 1)
+        ]
+
+    def healthcheck_results(self) -> list[str]:
+        """The health check's runs: oracle and nop, attempt 1, on every selected task (the same targets as
+        configured agents of those names, which must then be of those kinds)."""
+        for name in HEALTHCHECK_AGENTS:
+            agent = self.agents.get(name)
+            if agent is not None and agent.kind != name:
+                raise ValueError(
+                    f"config agents: {name!r} is of kind {agent.kind!r}; the health check runs the {name} "
+                    f"agent under that name (rename yours)"
+                )
+        return [names.run_result(agent, task_id, 1) for agent in HEALTHCHECK_AGENTS for task_id in self.tasks]
+
+    def network_checks(self) -> list[str]:
+        return [names.network_check(task_id) for task_id in self.tasks]
+
+    def network_check_inputs(self, task_id: str) -> list[str]:
+        """A task's network probe depends on its image and its task.toml (the agent phase's policy)."""
+        return [
+            names.task_sentinel(task_id),
+            str(self.tasks[task_id].path.relative_to(self.root) / "task.toml"),
+        ]
+
+
+def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
+    """Remove the summary when one of its expected results is missing; return the missing ones.
+
+    Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
+    (snakemake/snakemake#1978), and whether it does depends on the rerun triggers. A summary that lacks
+    some of its runs is stale anyway; without it, Snakemake reruns exactly the missing runs and rebuilds
+    the summary from all results, whether the target is the default one or `results/summary.csv`.
+    """
+    missing = [p for p in expected if not Path(p).exists()]
+    if missing and summary.exists():
+        summary.unlink()
+        print(f"kotlin-bench: {len(missing)} {what} missing; {summary} will be rebuilt", file=sys.stderr)
+    return missing
+
+
+def drop_stale_validation(plan: Plan) -> None:
+    """drop_stale_summary for the validation: a task's verdict that lacks some of its phase records, and
+    the validation summary that lacks some verdicts, are removed, so that exactly the missing phases run
+    again and everything made from them is rebuilt."""
+    for task_id in plan.tasks:
+        verdict = Path(names.validation_verdict(task_id))
+        drop_stale_summary(verdict, plan.validation_phases(task_id), "validation phase record(s)")
+    drop_stale_summary(Path(names.VALIDATION_SUMMARY_CSV), plan.validation_verdicts(), "task verdict(s)")
+
+
+def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
+    ids = list(tasks) if wanted == "all" else list(wanted)
+    unknown = sorted(set(ids) - set(tasks) | set(exclude) - set(tasks))
+    if unknown:
+        raise ValueError(f"config tasks/exclude: unknown task ids {unknown}")
+    return {i: tasks[i] for i in ids if i not in exclude}

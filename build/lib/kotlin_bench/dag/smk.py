@@ -1,0 +1,119 @@
+"""Helpers for the scripts that Snakemake rules call (`workflow/scripts/*.py`)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
+from kotlin_bench.engine.images import pin_images, read_sentinel
+from kotlin_bench.engine.registry import Registry
+
+
+@contextlib.contextmanager
+def logged(log_path: str | Path) -> Iterator[None]:
+    """Send the script's stdout and stderr to the rule's log; an exception is logged, then re-raised."""
+    path = Path(log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        path.open("a", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        try:
+            yield
+        except BaseException:
+            traceback.print_exc(file=log)
+            raise
+
+
+def stop_on_sigterm() -> None:
+    """End the script on SIGTERM (Snakemake or a CI runner stopping the job) as Ctrl-C does, so that
+    `finally` blocks remove the job's containers."""
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
+
+
+def workflow_root(script: Any) -> Path:
+    """The workflow's root directory, from a rule script's `snakemake` object (scripts live in
+    <root>/workflow/scripts). Not a rule parameter: the checkout's location changes no result, so moving
+    it must rerun nothing."""
+    return Path(script.scriptdir).parents[1]
+
+
+def configured_retries(config: dict[str, Any]) -> int:
+    """The config's `retries:` (the rules' `retries:` directive reads the same key). Scripts read it from
+    the config, not from a rule parameter: how often a failed job is retried changes no finished result,
+    so changing it must rerun nothing."""
+    return int(config.get("retries", 1))
+
+
+def configured_registry(config: dict[str, Any]) -> Registry | None:
+    """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
+    registry address changes no result, so changing it must rerun nothing."""
+    return Registry.from_config(config.get("registry"))
+
+
+def configured_engine(config: dict[str, Any]) -> EngineSettings:
+    """The config's `engine:` (Docker by default). Scripts read it from the config, not from a rule
+    parameter: which engine runs the containers changes no result, so changing it reruns nothing."""
+    return EngineSettings.from_config(config.get("engine"))
+
+
+def task_image_id(config: dict[str, Any], sentinel: Path) -> str:
+    """The id of the task image a job runs (runs, validation phases, network probes). With `registry:`,
+    the exact digest its sentinel records: pulled when this engine lacks it and named as built (Harbor
+    runs it by name); a tag moved elsewhere is refused."""
+    registry = configured_registry(config)
+    if registry:
+        pin_images(connect(configured_engine(config)), [sentinel], registry)
+    return read_sentinel(sentinel).id
+
+
+ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts
+
+
+class Tries:
+    """The failed tries of one job, one line each, in a file of its own (Snakemake clears a job's log
+    before it retries the job). The first try starts the file afresh."""
+
+    def __init__(self, path: Path, number: int, retries: int, engine: EngineSettings | None = None) -> None:
+        self.path, self.number, self.retries = Path(path), number, retries
+        self.engine = engine
+        if number == 1:
+            self.path.unlink(missing_ok=True)
+
+    @classmethod
+    def of_job(cls, script: Any, path: str | Path) -> Tries:
+        """The tries of a rule script's job (`resources.tries` is the try number, `retries:` the config's)."""
+        config = script.config
+        return cls(
+            Path(path), int(script.resources.tries), configured_retries(config), configured_engine(config)
+        )
+
+    def failed(self, exc: BaseException, retryable: bool = True) -> bool:
+        """Record this try's failure; True when it is the last (the caller records an error), False when
+        the job is to raise and be retried (after the engine answers again, if it went away)."""
+        line = f"try {self.number} of {self.retries + 1} failed: {type(exc).__name__}: {exc}"
+        print(line)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as record:
+            record.write(line + "\n")
+        if retryable and self.number <= self.retries:
+            wait_until_up(ENGINE_GRACE_SEC, self.engine)
+            return False
+        return True
+
+    def history(self) -> list[str]:
+        """Every failed try so far, oldest first."""
+        try:
+            return self.path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []

@@ -1,0 +1,1 @@
+"""The dataset: its specification, task directories, upstream files, predictions, the leaderboard, fidelity."""

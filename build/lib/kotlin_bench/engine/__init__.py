@@ -1,0 +1,1 @@
+"""The container engine: images, the registry, phase containers, per-phase networks."""

@@ -1,0 +1,229 @@
+"""The container engine: the one connection every part of the package asks for, and what differs between
+engines.
+
+Two engines are supported, both through the Docker API and its Python SDK (config `engine:`):
+
+- `docker` (the default): the Docker engine at `DOCKER_HOST` or its default socket;
+- `podman`: Podman's Docker-compatible API service (`podman system service`), rootful at
+  `/run/podman/podman.sock` or rootless at `$XDG_RUNTIME_DIR/podman/podman.sock` (`CONTAINER_HOST` or
+  `engine.socket` name another). Every operation of the harness has a working form in that API; the few
+  places where Podman answers differently are decided here (`Engine`) and in `engine/podman.py` (the
+  calls only Podman's own API has). docs/design.md "Podman" says why the API service and not the CLI.
+
+`connect(settings)` returns an `Engine`: the SDK client plus what the server says about itself (Podman
+or Docker, rootless or not, whether the kernel enforces memory, CPU and process limits for its
+containers). Nothing else reads `DOCKER_HOST` or opens a socket. Scripts read `engine:` from the config
+(`kotlin_bench.dag.smk.configured_engine`), not from a rule parameter: which engine runs the containers
+changes no result, so changing it reruns nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import docker
+
+DOCKER_SETUP = "scripts/setup_docker.sh"
+PODMAN_SETUP = "scripts/setup_podman.sh"
+ROOTFUL_PODMAN_SOCKET = "/run/podman/podman.sock"
+LIBPOD_API = "/v4.0.0/libpod"  # Podman's own API (any v4 prefix is served by every Podman 4)
+# What a container may start (threads count: a JVM's are processes to the kernel). A Gradle build with its
+# daemon (~150 threads), a Kotlin daemon (~100) and a test worker per CPU (~50 each, plus the tests' own
+# pools) stays under 1,000; the default leaves four times that, and more per CPU on big tasks.
+PIDS_PER_CPU = 1024
+MIN_PIDS = 4096
+LIMITED = ("memory", "cpu", "pids")
+
+
+class EngineError(RuntimeError):
+    """The container engine cannot be reached or cannot do what a run needs; the message says what to do."""
+
+
+class Kind(StrEnum):
+    DOCKER = "docker"
+    PODMAN = "podman"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Config `engine:` (each key optional): which engine, where its API listens, the process limit of
+    every container (default: sized from the task's CPUs, `pids_for`), and whether to refuse an engine
+    that cannot enforce memory, CPU and process limits (rootless Podman on a cgroup v1 host)."""
+
+    kind: Kind = Kind.DOCKER
+    socket: str | None = None
+    pids_limit: int | None = None
+    require_limits: bool = False
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any] | None) -> EngineSettings:
+        values = dict(section or {})
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise EngineError(f"config engine: unknown keys {unknown}")
+        try:
+            kind = Kind(values.get("kind", Kind.DOCKER))
+        except ValueError:
+            raise EngineError(
+                f"config engine.kind: expected docker or podman, not {values['kind']!r}"
+            ) from None
+        pids = values.get("pids_limit")
+        if pids is not None and (not isinstance(pids, int) or pids < 64):
+            raise EngineError(f"config engine.pids_limit: expected an integer >= 64, not {pids!r}")
+        return cls(kind, values.get("socket"), pids, bool(values.get("require_limits", False)))
+
+    def url(self) -> str | None:
+        """The API's address; None: the Docker SDK's own default (`DOCKER_HOST`, else its socket)."""
+        if self.socket:
+            return self.socket if "://" in self.socket else f"unix://{self.socket}"
+        if self.kind is Kind.DOCKER:
+            return None
+        if os.environ.get("CONTAINER_HOST"):
+            return os.environ["CONTAINER_HOST"]
+        if os.geteuid() == 0:
+            return f"unix://{ROOTFUL_PODMAN_SOCKET}"
+        runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+        return f"unix://{runtime}/podman/podman.sock"
+
+    def pids_for(self, cpus: float) -> int:
+        """The process limit of a container of a task with `cpus` CPUs."""
+        return self.pids_limit or max(MIN_PIDS, PIDS_PER_CPU * math.ceil(cpus))
+
+    def to_config(self) -> dict[str, Any]:
+        """The `engine:` section that gives these settings (for a workspace's config.yaml)."""
+        values: dict[str, Any] = {"kind": str(self.kind)}
+        if self.socket:
+            values["socket"] = self.socket
+        if self.pids_limit:
+            values["pids_limit"] = self.pids_limit
+        if self.require_limits:
+            values["require_limits"] = True
+        return values
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A connected engine: the SDK client, and what the server said about itself when we connected."""
+
+    client: docker.DockerClient
+    settings: EngineSettings
+    podman: bool
+    rootless: bool
+    unlimited: tuple[str, ...]  # of LIMITED: what the kernel does not enforce for this engine's containers
+    version: str
+
+    @property
+    def name(self) -> str:
+        return f"{'podman' if self.podman else 'docker'} {self.version}" + (
+            " rootless" if self.rootless else ""
+        )
+
+    @property
+    def default_network(self) -> str:
+        """The network containers join when nothing else is said (Podman lists it as `podman`)."""
+        return "podman" if self.podman else "bridge"
+
+    def local_name(self, image: str) -> str:
+        """The name an image of ours gets in this engine. Podman qualifies short names: its Docker API
+        stores `docker.io/<name>` while images it loads are `localhost/<name>`, and a short name finds
+        `localhost/` first; so every name we give is `localhost/<name>`, the one a short name finds."""
+        first = image.split("/")[0]
+        if self.podman and image.count("/") == 1 and not any(c in first for c in ".:"):
+            return f"localhost/{image}"
+        return image
+
+    def cli_env(self) -> dict[str, str]:
+        """What a Docker CLI started for this engine needs (Harbor's `docker compose`): the engine's
+        address, and on Podman the classic builder (compose's BuildKit builder needs an image of its own)."""
+        url = self.settings.url()
+        env = {"DOCKER_HOST": url} if url else {}
+        if self.podman:
+            env["DOCKER_BUILDKIT"] = "0"
+        return env
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records of the engine it ran on."""
+        return {"engine": self.name, "unenforced_limits": list(self.unlimited)}
+
+    def libpod(self, method: str, path: str, **kwargs: Any) -> Any:
+        """A call of Podman's own API (`path` below /libpod) over the same connection; its JSON answer."""
+        if not self.podman:
+            raise EngineError(f"{path}: Podman's own API, asked of {self.name}")
+        api = self.client.api
+        response = api.request(method, f"{api.base_url}{LIBPOD_API}{path}", timeout=api.timeout, **kwargs)
+        if not response.ok:
+            raise EngineError(f"podman {method} {path}: {response.status_code} {response.text.strip()[:500]}")
+        return response.json() if response.content else None
+
+
+def connect(settings: EngineSettings | None = None, timeout: int = 600) -> Engine:
+    """The configured engine (default: Docker), checked with a ping."""
+    import docker
+
+    settings = settings or EngineSettings()
+    url = settings.url()
+    try:
+        if url is None:
+            client = docker.from_env(timeout=timeout)
+        else:
+            client = docker.DockerClient(base_url=url, timeout=timeout)
+        client.ping()
+        version = client.version()
+    except docker.errors.DockerException as exc:
+        setup = PODMAN_SETUP if settings.kind is Kind.PODMAN else DOCKER_SETUP
+        where = url or os.environ.get("DOCKER_HOST") or "the default socket"
+        raise EngineError(
+            f"cannot reach the {settings.kind} engine at {where} ({exc}); run {setup}"
+        ) from None
+    podman = any("podman" in str(c.get("Name", "")).lower() for c in version.get("Components") or [])
+    if podman != (settings.kind is Kind.PODMAN):
+        raise EngineError(
+            f"config engine.kind is {settings.kind}, but {url or 'the Docker socket'} is "
+            f"{'Podman' if podman else 'Docker'}; set engine.kind (and engine.socket) to match"
+        )
+    engine = _describe(client, settings, podman, str(version.get("Version", "")))
+    if engine.unlimited and settings.require_limits:
+        raise EngineError(
+            f"{engine.name} does not enforce {', '.join(engine.unlimited)} limits for its containers "
+            "(rootless on a cgroup v1 host, or without delegated controllers), and engine.require_limits "
+            "is set; use rootful Podman or Docker, or a cgroup v2 host that delegates memory, cpu and pids"
+        )
+    return engine
+
+
+def _describe(client: docker.DockerClient, settings: EngineSettings, podman: bool, version: str) -> Engine:
+    """Rootless or not, and which limits the kernel enforces, as the server reports them. Podman's Docker
+    API claims every limit; its own API lists the cgroup controllers it may really use."""
+    if podman:
+        api = client.api
+        answer = api.get(f"{api.base_url}{LIBPOD_API}/info", timeout=api.timeout)
+        answer.raise_for_status()
+        host = answer.json()["host"]
+        rootless = bool((host.get("security") or {}).get("rootless"))
+        controllers = set(host.get("cgroupControllers") or [])
+        unlimited = tuple(c for c in LIMITED if c not in controllers)
+    else:
+        info = client.info()
+        rootless = any("rootless" in str(o) for o in info.get("SecurityOptions") or [])
+        flags = {"memory": "MemoryLimit", "cpu": "CpuCfsQuota", "pids": "PidsLimit"}
+        unlimited = tuple(c for c in LIMITED if not info.get(flags[c]))
+    return Engine(client, settings, podman, rootless, unlimited, version)
+
+
+def wait_until_up(seconds: float, settings: EngineSettings | None = None) -> bool:
+    """Wait until the engine answers (e.g. while it restarts); False if it does not in time."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            connect(settings, timeout=10)
+            return True
+        except EngineError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(2)

@@ -1,0 +1,584 @@
+"""Per-phase network policy of a run's container: `public`, `no-network`, or `allowlist` behind an egress proxy.
+
+The run's container starts on the default bridge; before each phase `enter_phase` switches the RUNNING
+container to the phase's `network_mode` (task.toml `[agent]` / `[verifier]`):
+
+- `public`: attached to the egress network only (`bridge` unless told otherwise);
+- `no-network`: detached from every network, so only `lo` is left;
+- `allowlist`: detached from everything and attached to a per-run INTERNAL network
+  `kotlin-bench-int-<run key>` (no route out), on which an egress proxy container (image
+  `kotlin-bench/egress-proxy:<tag>`, tinyproxy from Debian, recipe in `src/kotlin_bench/engine/proxy/`) answers under the
+  alias `egress-proxy`. The proxy is also attached to the egress network; it forwards plain HTTP requests
+  and CONNECT tunnels (ports `connect_ports`, 443 by default) to allowed hosts and answers 403 to the rest.
+  The phase's processes get `http_proxy`/`https_proxy` (both cases), `no_proxy` and a `JAVA_TOOL_OPTIONS`
+  with the `-Dhttp(s).proxyHost/Port` properties (appended to the image's own JAVA_TOOL_OPTIONS) in
+  `PhaseNetwork.env`, to be passed to the phase's exec.
+
+`allowed_hosts` entries (normalized like Harbor: trimmed, lower-cased, a trailing dot dropped):
+- `repo1.maven.org`: that host exactly;
+- `*.gradle.org`: any host strictly below `gradle.org` (`services.gradle.org`, `a.b.gradle.org`) but NOT the
+  bare `gradle.org` (list both to allow both). This is Harbor's own reading of `*.` (its docker egress
+  sidecar matches `*.example.com` as a glob, which needs the `.example.com` suffix);
+- an IPv4 address: requests that name that address literally. CIDR ranges and IPv6 literals are refused
+  (`ValueError`): a hostname filter cannot enforce them.
+Hosts are matched by the name in the request, case-insensitively; the proxy resolves it itself. An empty
+list admits nothing.
+
+Name resolution: inside the internal network the container resolves only Docker's names of that network,
+i.e. the proxy (`egress-proxy`); other names fail (Docker's embedded DNS forwards them from the container's
+namespace, which has no way out). Entering `allowlist` pins /etc/resolv.conf to the embedded resolver and
+leaving it restores the file, so a later `public` phase on the default bridge resolves names as the
+container did at start (on a user-defined egress network, `public` points it at the embedded resolver).
+On Podman the internal network has no DNS server at all (`kotlin_bench.engine.podman`): the proxy's
+address is pinned in /etc/hosts instead, and leaving restores that file; resolv.conf is Podman's.
+
+Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
+proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
+like the task container, so `kotlin_bench.engine.containers.reap` removes one left by a killed run; `reap_networks`
+removes the run's proxies and its network.
+
+Limitation: on Docker an internal network still routes to the host's own addresses (the bridge's gateway
+address and the host's other addresses), so a service listening on the host itself stays reachable from an
+`allowlist` phase; only a host firewall rule (INPUT from the network's bridge) would close that. Podman's
+DNS-less internal network has no gateway on the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import ipaddress
+import re
+import string
+import tarfile
+import tempfile
+import time
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kotlin_bench.core import names
+from kotlin_bench.engine import podman
+from kotlin_bench.engine.images import ImageError, image_id, stream_build
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+    from docker.models.networks import Network
+
+    from kotlin_bench.engine.engine import Engine
+
+MODES = ("public", "no-network", "allowlist")
+PROXY_DIR = names.PROXY_DIR
+PROXY_REPOSITORY = f"{names.IMAGE_NAMESPACE}/egress-proxy"
+PROXY_ALIAS = "egress-proxy"
+PROXY_PORT = 3128
+PROXY_CONF_DIR = "/etc/kotlin-bench-proxy"
+CONNECT_PORTS: tuple[int, ...] = (443,)
+NETWORK_PREFIX = "kotlin-bench-int-"
+PROXY_ROLE = "egress-proxy"
+NETWORK_ROLE = "internal-network"
+PROXY_BUILD_TIMEOUT = 900.0
+PROXY_READY_TIMEOUT = 20.0
+PROXY_PIDS = 512
+PROXY_MEMORY = "256m"
+EMBEDDED_DNS = "nameserver 127.0.0.11\noptions ndots:0\n"
+RESOLV_CONF = "/etc/resolv.conf"
+HOSTS = "/etc/hosts"
+NO_PROXY = "localhost,127.0.0.1"
+
+_LABEL_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]")
+# What may stand for one label under a `*.` wildcard (underscores occur in real host names).
+_SUBLABEL = "[a-z0-9_-]+"
+
+
+class NetworkError(RuntimeError):
+    """A phase's network could not be set up or torn down; the message says which step and why."""
+
+
+# --- allowed hosts --------------------------------------------------------------------------------
+
+
+def normalize_host(entry: str) -> str:
+    """One allowed_hosts entry, trimmed, lower-cased and without a trailing dot; ValueError if invalid."""
+    host = entry.strip().lower().rstrip(".")
+    if not host:
+        raise ValueError("allowed_hosts entries must be non-empty host names")
+    if "/" in host or ":" in host or "[" in host:
+        raise ValueError(
+            f"allowed_hosts entry {entry!r}: only host names, '*.' wildcards and IPv4 addresses are "
+            "supported (no URLs, ports, CIDR ranges or IPv6 addresses)"
+        )
+    wildcard = host.startswith("*.")
+    name = host[2:] if wildcard else host
+    if "*" in name:
+        raise ValueError(f"allowed_hosts entry {entry!r}: a wildcard must be a leading '*.'")
+    if _is_ipv4(name):
+        if wildcard:
+            raise ValueError(f"allowed_hosts entry {entry!r}: a wildcard must name a domain, not an address")
+        return host
+    if not all(_LABEL_RE.match(label) for label in name.split(".")):
+        raise ValueError(f"allowed_hosts entry {entry!r} is not a valid host name")
+    return host
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
+    except ValueError:
+        return False
+
+
+def host_pattern(entry: str) -> str:
+    """The anchored extended regular expression (POSIX ERE and Python alike) admitting `entry`."""
+    host = normalize_host(entry)
+    if host.startswith("*."):
+        return f"^({_SUBLABEL}\\.)+{re.escape(host[2:])}$"
+    return f"^{re.escape(host)}$"
+
+
+def filter_rules(allowed_hosts: Sequence[str]) -> str:
+    """The proxy's filter file: one anchored rule per distinct entry (none at all: nothing is admitted)."""
+    if isinstance(allowed_hosts, str):
+        raise TypeError("allowed_hosts must be a sequence of host names, not one string")
+    rules = dict.fromkeys(host_pattern(h) for h in allowed_hosts)
+    header = "# kotlin-bench egress filter: anchored ERE, one allowed host (or *. wildcard) per rule\n"
+    return header + "".join(f"{rule}\n" for rule in rules)
+
+
+def proxy_env(java_tool_options: str = "") -> dict[str, str]:
+    """The environment of an allowlist phase's processes: proxy variables and the JVM's proxy properties."""
+    url = f"http://{PROXY_ALIAS}:{PROXY_PORT}"
+    jvm = " ".join(
+        f"-D{scheme}.{key}={value}"
+        for scheme in ("http", "https")
+        for key, value in (("proxyHost", PROXY_ALIAS), ("proxyPort", PROXY_PORT))
+    )
+    return {
+        "http_proxy": url,
+        "https_proxy": url,
+        "HTTP_PROXY": url,
+        "HTTPS_PROXY": url,
+        "no_proxy": NO_PROXY,
+        "NO_PROXY": NO_PROXY,
+        "JAVA_TOOL_OPTIONS": f"{java_tool_options} {jvm}".strip(),
+    }
+
+
+# --- names and leftovers --------------------------------------------------------------------------
+
+
+def network_name(run_key: str) -> str:
+    """`kotlin-bench-int-<run key>`, with characters Docker refuses replaced and long keys shortened."""
+    safe = _UNSAFE_NAME_RE.sub("-", run_key)
+    if len(safe) > 100:
+        safe = f"{safe[:80]}-{hashlib.sha256(run_key.encode()).hexdigest()[:12]}"
+    return NETWORK_PREFIX + safe
+
+
+def reap_networks(engine: Engine, run_key: str) -> int:
+    """Remove what an interrupted run's allowlist phase left: its proxy containers and per-run network.
+
+    Returns the number of networks removed. The task container itself is left alone (see
+    `kotlin_bench.engine.containers.reap`, which removes every container of the run, proxies included).
+    """
+    import docker
+
+    client = engine.client
+    proxies = client.containers.list(
+        all=True, filters={"label": [f"{names.LABEL_RUN}={run_key}", f"{names.LABEL_ROLE}={PROXY_ROLE}"]}
+    )
+    for proxy in proxies:
+        with contextlib.suppress(docker.errors.NotFound):
+            proxy.remove(force=True)
+    name = network_name(run_key)
+    removed = 0
+    # `names` matches substrings; only this run's network, by exact name, is ever removed.
+    for network in client.networks.list(names=[name]):
+        if network.name != name:
+            continue
+        with contextlib.suppress(docker.errors.NotFound):
+            _remove_network(engine, network)
+            removed += 1
+    if engine.podman:
+        podman.drop_forward_rule(engine, name)
+    return removed
+
+
+def _remove_network(engine: Engine, network: Network) -> None:
+    """Remove a network of ours, after its endpoints (Podman removes a network with members and leaks
+    its bridge)."""
+    import docker
+
+    network.reload()
+    for endpoint in network.attrs.get("Containers") or {}:
+        with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+            network.disconnect(endpoint, force=True)
+    if engine.podman:
+        podman.drop_network(engine, network.name)
+    else:
+        network.remove()
+
+
+# --- the proxy image ------------------------------------------------------------------------------
+
+
+def proxy_image_tag() -> str:
+    """`kotlin-bench/egress-proxy:tp-<hash of the Dockerfile>`: a changed recipe makes a new image."""
+    digest = hashlib.sha256((PROXY_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
+    return f"{PROXY_REPOSITORY}:tp-{digest}"
+
+
+def ensure_proxy_image(engine: Engine) -> str:
+    """Build the proxy image when absent (once, even with concurrent runs); returns its tag."""
+    tag = proxy_image_tag()
+    if image_id(engine.client, tag):
+        return tag
+    lock = Path(tempfile.gettempdir()) / "kotlin-bench-egress-proxy.lock"
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if image_id(engine.client, tag):
+            return tag
+        log = io.StringIO()
+        try:
+            stream_build(engine, PROXY_DIR, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
+        except ImageError as exc:
+            raise NetworkError(f"{exc}; build log tail:\n{log.getvalue()[-2000:]}") from None
+    return tag
+
+
+# --- phases ---------------------------------------------------------------------------------------
+
+
+class PhaseNetwork:
+    """One phase's network; a context manager whose exit tears down what the phase set up."""
+
+    def __init__(
+        self, engine: Engine, container: Container, mode: str, env: dict[str, str] | None = None
+    ) -> None:
+        self.engine = engine
+        self.container = container
+        self.mode = mode
+        self.env: dict[str, str] = env or {}
+        self.network: Network | None = None
+        self.proxy: Container | None = None
+        self.log_path: Path | None = None
+        self._resolv_conf: bytes | None = None  # Docker: resolv.conf before the phase pinned it
+        self._hosts_pinned = False  # Podman: /etc/hosts names the proxy
+        self._closed = False
+
+    def __enter__(self) -> PhaseNetwork:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        try:
+            self.close()
+        except NetworkError:
+            if exc_type is None:
+                raise
+            # An error is already on its way out; a leftover is reaped by reap_networks/containers.reap.
+
+    def proxy_log(self) -> str:
+        """What the proxy logged so far (requests and refusals); empty when there is no proxy."""
+        import docker
+
+        if self.proxy is None:
+            return ""
+        try:
+            return self.proxy.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        except docker.errors.NotFound:
+            return ""
+
+    def close(self) -> None:
+        """Detach the container from the per-run network, remove the proxy and the network (idempotent)."""
+        import docker
+
+        if self._closed:
+            return
+        self._closed = True
+        problems: list[str] = []
+
+        def step(what: str, action: Callable[[], object]) -> None:
+            try:
+                action()
+            except docker.errors.NotFound:
+                pass
+            except Exception as exc:
+                problems.append(f"{what}: {exc}")
+
+        network, proxy = self.network, self.proxy
+        if network is not None:
+            step("detaching the task container", lambda: _detach(self.container, network))
+            if (self._resolv_conf is not None or self._hosts_pinned) and _running(self.container):
+                # (A container the watchdog killed keeps its file; only a running one can be written.)
+                step("unpinning the proxy", self._unpin)
+        if proxy is not None:
+            if self.log_path is not None:
+                step("saving the proxy log", self._save_log)
+            step("removing the proxy", lambda: proxy.remove(force=True))
+        if network is not None:
+            step("removing the network", lambda: _remove_network(self.engine, network))
+        if problems:
+            raise NetworkError("tearing down the allowlist network failed: " + "; ".join(problems))
+
+    def _unpin(self) -> None:
+        if self._resolv_conf is not None:
+            _write_file(self.container, RESOLV_CONF, self._resolv_conf)
+        if self._hosts_pinned:
+            _write_file(self.container, HOSTS, _without_proxy(_read_file(self.container, HOSTS) or b""))
+
+    def _save_log(self) -> None:
+        assert self.log_path is not None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_text(self.proxy_log(), encoding="utf-8")
+
+
+def effective_mode(mode: str, allowed_hosts: Sequence[str]) -> str:
+    """The mode a phase is entered in: an empty allowlist admits nothing, so it has no network (no proxy
+    is needed to say so)."""
+    return "no-network" if mode == "allowlist" and not allowed_hosts else mode
+
+
+def enter_phase(
+    engine: Engine,
+    container: Container,
+    mode: str,
+    allowed_hosts: Sequence[str],
+    run_key: str,
+    *,
+    egress_network: str | None = None,
+    connect_ports: Sequence[int] = CONNECT_PORTS,
+    log_path: Path | None = None,
+) -> PhaseNetwork:
+    """Switch the running `container` to a phase's network mode; use the result as a context manager.
+
+    `egress_network` is the network that leads out (default: the engine's default network): `public`
+    phases join it, and so does the proxy of an `allowlist` phase. `connect_ports` are the ports CONNECT
+    tunnels may reach. `log_path`, when given, receives the proxy's log (its requests and refusals) when
+    the phase ends.
+    """
+    if mode not in MODES:
+        raise ValueError(f"network_mode {mode!r}: expected one of {MODES}")
+    if mode != "allowlist" and allowed_hosts:
+        raise ValueError("allowed_hosts is only valid with network_mode = 'allowlist'")
+    mode = effective_mode(mode, allowed_hosts)
+    rules = filter_rules(allowed_hosts) if mode == "allowlist" else ""
+    ports = sorted({int(p) for p in connect_ports})
+    if not ports or not all(0 < p < 65536 for p in ports):
+        raise ValueError(f"connect_ports {list(connect_ports)!r}: expected ports between 1 and 65535")
+    egress_network = egress_network or engine.default_network
+    try:
+        if mode == "public":
+            _attach_only(engine, container, egress_network)
+        else:
+            _detach_all(container)
+        if mode != "allowlist":
+            return PhaseNetwork(engine, container, mode)
+    except Exception as exc:
+        raise NetworkError(f"switching the container to {mode}: {exc}") from exc
+    phase = PhaseNetwork(engine, container, mode)
+    phase.log_path = log_path
+    try:
+        _enter_allowlist(phase, rules, run_key, egress_network, ports)
+    except BaseException as exc:
+        with contextlib.suppress(NetworkError):
+            phase.close()
+        if isinstance(exc, (NetworkError, KeyboardInterrupt, SystemExit)):
+            raise
+        raise NetworkError(f"setting up the allowlist network of {run_key}: {exc}") from exc
+    return phase
+
+
+def _enter_allowlist(
+    phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
+) -> None:
+    engine = phase.engine
+    client = engine.client
+    image = ensure_proxy_image(engine)
+    container = phase.container
+    labels = {names.LABEL_RUN: run_key}
+    reap_networks(engine, run_key)
+    phase.network = internal_network(
+        engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}
+    )
+    phase.network.reload()
+    subnets = [c["Subnet"] for c in phase.network.attrs["IPAM"]["Config"] if c.get("Subnet")]
+    if not subnets:
+        raise NetworkError(f"network {phase.network.name} has no subnet")
+    phase.proxy = client.containers.create(
+        image,
+        detach=True,
+        labels={**labels, names.LABEL_ROLE: PROXY_ROLE},
+        network=egress_network,
+        cap_drop=["ALL"],
+        cap_add=["SETUID", "SETGID"],
+        security_opt=["no-new-privileges"],
+        mem_limit=PROXY_MEMORY,
+        memswap_limit=PROXY_MEMORY,
+        pids_limit=PROXY_PIDS,
+    )
+    phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
+    phase.proxy.put_archive("/", _proxy_files(rules, subnets, ports))
+    phase.proxy.start()
+    _wait_listening(phase.proxy)
+    if not engine.podman:
+        phase._resolv_conf = _read_file(container, RESOLV_CONF)
+    phase.network.connect(container)
+    _pin_proxy(phase)
+    phase.env = proxy_env(_image_env(container).get("JAVA_TOOL_OPTIONS", ""))
+
+
+def internal_network(engine: Engine, name: str, labels: dict[str, str], dns: bool = False) -> Network:
+    """A new internal network (no route out) whose members reach each other. On Docker its embedded DNS
+    always serves the network's names; on Podman only with `dns` (see `kotlin_bench.engine.podman`)."""
+    if engine.podman:
+        return podman.internal_network(engine, name, labels, dns=dns)
+    return engine.client.networks.create(
+        name, driver="bridge", internal=True, check_duplicate=True, labels=labels
+    )
+
+
+def _pin_proxy(phase: PhaseNetwork) -> None:
+    """Make `egress-proxy` name the proxy in the task container, whatever it did to its files before.
+    Docker points resolv.conf at its embedded DNS on joining a user-defined network, unless the file was
+    edited (as leaving an earlier allowlist phase does): it is pinned there (leaving restores the file).
+    Podman's internal network has no DNS: the proxy's address goes into /etc/hosts (leaving removes it;
+    Podman itself keeps the container's own entries of that file)."""
+    container = phase.container
+    if not phase.engine.podman:
+        _write_file(container, RESOLV_CONF, EMBEDDED_DNS.encode())
+        return
+    assert phase.proxy is not None and phase.network is not None
+    phase.proxy.reload()
+    address = phase.proxy.attrs["NetworkSettings"]["Networks"][phase.network.name]["IPAddress"]
+    hosts = _read_file(container, HOSTS)
+    if hosts is None:
+        raise NetworkError(f"cannot read {HOSTS} of the task container")
+    phase._hosts_pinned = True
+    _write_file(container, HOSTS, _without_proxy(hosts) + f"{address}\t{PROXY_ALIAS}\n".encode())
+
+
+def _without_proxy(hosts: bytes) -> bytes:
+    lines = hosts.decode("utf-8", "replace").splitlines()
+    return "".join(f"{line}\n" for line in lines if PROXY_ALIAS not in line.split()[1:]).encode()
+
+
+def _attached(container: Container) -> dict[str, str]:
+    """The container's networks: name -> id."""
+    container.reload()
+    networks = container.attrs["NetworkSettings"]["Networks"] or {}
+    return {name: settings.get("NetworkID") or name for name, settings in networks.items()}
+
+
+def _detach_all(container: Container, keep: str | None = None) -> None:
+    import docker
+
+    for name, network_id in _attached(container).items():
+        if name == keep:
+            continue
+        with contextlib.suppress(docker.errors.NotFound):
+            container.client.networks.get(network_id).disconnect(container, force=True)
+
+
+def _running(container: Container) -> bool:
+    import docker
+
+    try:
+        container.reload()
+    except docker.errors.NotFound:
+        return False
+    return container.status == "running"
+
+
+def _detach(container: Container, network: Network) -> None:
+    # by name: Podman reports a network's name where Docker reports its id
+    if network.name in _attached(container):
+        network.disconnect(container, force=True)
+
+
+def _attach_only(engine: Engine, container: Container, network: str) -> None:
+    """Leave every network but `network`, and join it unless already there (no needless new interface)."""
+    _detach_all(container, keep=network)
+    if network in _attached(container):
+        return
+    target = container.client.networks.get(network)
+    target.connect(container)
+    if engine.podman:
+        return  # Podman writes resolv.conf itself for the networks a container joins
+    if (target.attrs.get("Options") or {}).get("com.docker.network.bridge.default_bridge") != "true":
+        # Docker rewrites resolv.conf only on the first user-defined network a container joins; after an
+        # allowlist phase restored the file, point it at the embedded DNS again (it serves this network).
+        _write_file(container, RESOLV_CONF, EMBEDDED_DNS.encode())
+
+
+def _proxy_files(rules: str, subnets: list[str], ports: list[int]) -> bytes:
+    template = string.Template((PROXY_DIR / "tinyproxy.conf.in").read_text(encoding="utf-8"))
+    conf = template.substitute(
+        port=PROXY_PORT,
+        client_subnet="\nAllow ".join(subnets),
+        connect_ports="\n".join(f"ConnectPort {p}" for p in ports),
+    )
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        directory = tarfile.TarInfo(PROXY_CONF_DIR.strip("/"))
+        directory.type, directory.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(directory)
+        for name, text in (("tinyproxy.conf", conf), ("filter", rules)):
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"{PROXY_CONF_DIR.strip('/')}/{name}")
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _wait_listening(proxy: Container) -> None:
+    """Wait until tinyproxy listens (its port in /proc/net/tcp*); fail with its log if it exits."""
+    port = f":{PROXY_PORT:04X} "
+    deadline = time.monotonic() + PROXY_READY_TIMEOUT
+    while True:
+        proxy.reload()
+        if proxy.status != "running":
+            log = proxy.logs().decode("utf-8", "replace")[-2000:]
+            raise NetworkError(f"the egress proxy stopped ({proxy.status}): {log}")
+        result = proxy.exec_run(["cat", "/proc/net/tcp", "/proc/net/tcp6"])
+        listening = [
+            line
+            for line in result.output.decode("ascii", "replace").splitlines()
+            if port in line and line.split()[3] == "0A"
+        ]
+        if listening:
+            return
+        if time.monotonic() > deadline:
+            raise NetworkError(
+                f"the egress proxy did not listen on port {PROXY_PORT} within {PROXY_READY_TIMEOUT:.0f}s"
+            )
+        time.sleep(0.1)
+
+
+def _read_file(container: Container, path: str) -> bytes | None:
+    result = container.exec_run(["cat", path], user="root")
+    return result.output if result.exit_code == 0 else None
+
+
+def _write_file(container: Container, path: str, content: bytes | None) -> None:
+    """Write a file the engine manages (resolv.conf, hosts) in place: it is a mount, not to be replaced."""
+    if content is None:
+        return
+    script = 'printf "%s" "$1" > "$2"'
+    text = content.decode("utf-8", "replace")
+    result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root")
+    if result.exit_code != 0:
+        raise NetworkError(f"writing {path} failed: {result.output.decode('utf-8', 'replace')[-300:]}")
+
+
+def _image_env(container: Container) -> dict[str, str]:
+    pairs = (item.split("=", 1) for item in container.attrs["Config"].get("Env") or [])
+    return {p[0]: p[1] for p in pairs if len(p) == 2}

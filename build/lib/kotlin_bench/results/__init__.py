@@ -1,0 +1,1 @@
+"""Results: summary.csv, statistics, reports, plots, reproduction verdicts."""

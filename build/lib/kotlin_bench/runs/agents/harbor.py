@@ -1,0 +1,290 @@
+"""`kind: harbor`: a Harbor agent (claude-code, codex, openhands, terminus-2, oracle, nop, or
+`module:Class`) on a task image that the workflow built, through the real `harbor` CLI; Harbor's trial
+result is mapped into the work record (`harbor`: its own verdict, timings, the agent's usage).
+
+Harbor alone builds an image for every trial. Here the task directory is staged with
+`[environment].docker_image` set to our image, so Harbor uses it as it is and never builds or pulls.
+With `isolate_network` (for hosts without a registry, where Harbor's own allowlist images cannot be had)
+the staged task's network modes are reset to public and the trial's main service is given
+`network_mode: none` through an extra compose file. Credentials reach Harbor through the environment
+only; any secret-looking environment value found in copied logs is redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench.core import names
+from kotlin_bench.core.record import Status, WorkRecord
+from kotlin_bench.dataset.task import Task
+from kotlin_bench.runs.agents.base import AgentKind
+from kotlin_bench.runs.budget import run_budget_sec
+from kotlin_bench.runs.solve import SolveContext, clear
+from kotlin_bench.scoring.reasons import classify, detail_of, raw_reasons
+
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+ISOLATE_COMPOSE = "services:\n  main:\n    network_mode: none\n"
+TIMEOUT_REASONS = {"AgentTimeoutError": "agent_timeout", "VerifierTimeoutError": "verifier_timeout"}
+
+
+def default_paths(root: Path) -> tuple[str, str | None]:
+    """The harbor binary and DOCKER_CONFIG installed by scripts/setup_harbor.sh (into `$KOTLIN_BENCH_HARBOR`,
+    else `<root>/.harbor`), else `harbor` on PATH with the user's own Docker configuration."""
+    prefix = Path(os.environ.get("KOTLIN_BENCH_HARBOR") or root / ".harbor")
+    local = prefix / "venv/bin/harbor"
+    config = prefix / "docker-config"
+    return (str(local) if local.exists() else "harbor", str(config) if config.is_dir() else None)
+
+
+def _set_in_section(toml: str, section: str, line: str) -> str:
+    """Insert `line` at the start of `[section]` (task.toml is ours: flat sections, one header each)."""
+    header = f"[{section}]\n"
+    if header not in toml:
+        return f"{toml.rstrip()}\n\n{header}{line}\n"
+    return toml.replace(header, f"{header}{line}\n", 1)
+
+
+def stage_task(task: Task, dest: Path, isolate_network: bool) -> Path:
+    """Copy the task directory to `dest/<id>` pointing Harbor at the prebuilt task image."""
+    staged = dest / task.id
+    if staged.exists():
+        shutil.rmtree(staged)
+    shutil.copytree(task.path, staged, ignore=shutil.ignore_patterns(names.STAMP))
+    toml = (staged / "task.toml").read_text(encoding="utf-8")
+    if isolate_network:
+        toml = re.sub(r'^network_mode = "[^"]*"\n', "", toml, flags=re.MULTILINE)
+        toml = re.sub(r"^allowed_hosts = \[[^\]]*\]\n", "", toml, flags=re.MULTILINE | re.DOTALL)
+    toml = _set_in_section(toml, "environment", f'docker_image = "{task.image}"')
+    (staged / "task.toml").write_text(toml, encoding="utf-8")
+    return staged
+
+
+def command(
+    harbor_bin: str,
+    staged: Path,
+    agent: str,
+    model: str | None,
+    jobs_dir: Path,
+    kwargs: dict[str, str],
+    extra_compose: Path | None,
+) -> list[str]:
+    cmd = [harbor_bin, "run", "-p", str(staged), "-a", agent, "-o", str(jobs_dir), "--job-name", "job"]
+    cmd += ["-n", "1", "-y", "-q", "--no-force-build"]
+    if model:
+        cmd += ["-m", model]
+    for key, value in sorted(kwargs.items()):
+        cmd += ["--ak", f"{key}={value}"]
+    if extra_compose:
+        cmd += ["--extra-docker-compose", str(extra_compose)]
+    return cmd
+
+
+def find_trial_result(jobs_dir: Path) -> Path:
+    found = sorted(jobs_dir.glob("job/*/result.json"))
+    if len(found) != 1:
+        raise HarborError(f"expected one trial result under {jobs_dir / 'job'}, found {len(found)}")
+    return found[0]
+
+
+def _seconds(timing: dict[str, Any] | None) -> float | None:
+    if not timing or not timing.get("started_at") or not timing.get("finished_at"):
+        return None
+    start = datetime.fromisoformat(timing["started_at"])
+    end = datetime.fromisoformat(timing["finished_at"])
+    return round((end - start).total_seconds(), 2)
+
+
+USAGE_FIELDS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")
+
+
+@dataclass
+class TrialOutcome:
+    """What a Harbor trial says about our run: the verdict, timings and the agent's usage."""
+
+    status: Status
+    reward: float | None
+    reason: str | None = None
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    agent_result: dict[str, Any] = field(default_factory=dict)
+    verifier: dict[str, Any] = field(default_factory=dict)
+    trial_result: str | None = None
+
+    def apply_to(self, record: WorkRecord) -> None:
+        """Harbor's verdict into the work record (`harbor`), with its timings and the agent's usage."""
+        raw = raw_reasons(self.reason, self.verifier.get("reasons"))
+        reason = None if self.status is Status.RESOLVED else str(classify(raw))
+        record.harbor = {
+            "reward": self.reward,
+            "status": str(self.status),
+            "reason": reason,
+            "detail": None if reason is None else detail_of(raw),
+            "error": self.error,
+            "verifier": dict(self.verifier),
+        }
+        record.timings.update(self.timings)
+        record.agent_result = dict(self.agent_result)
+        record.trial_result = self.trial_result
+        record.agent_timed_out = self.reason == "agent_timeout"
+
+
+def map_trial(trial: dict[str, Any]) -> TrialOutcome:
+    """Harbor's trial result -> our verdict, timings and usage."""
+    rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
+    reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
+    exception = trial.get("exception_info") or {}
+    kind = exception.get("exception_type")
+    timings = {
+        "environment_sec": _seconds(trial.get("environment_setup")),
+        "agent_setup_sec": _seconds(trial.get("agent_setup")),
+        "agent_sec": _seconds(trial.get("agent_execution")),
+        "verifier_sec": _seconds(trial.get("verifier")),
+    }
+    usage = trial.get("agent_result") or {}
+    outcome = TrialOutcome(
+        status=Status.ERROR,
+        reward=None,
+        timings={k: v for k, v in timings.items() if v is not None},
+        agent_result={k: usage.get(k) for k in USAGE_FIELDS},
+    )
+    if reward is None:
+        outcome.reason = TIMEOUT_REASONS.get(kind or "", kind or "no_reward")
+        outcome.error = (exception.get("exception_message") or "Harbor's verifier produced no reward")[:2000]
+        if kind in TIMEOUT_REASONS:  # a timeout is the agent's outcome, scored 0, not an infrastructure error
+            outcome.status, outcome.reward = Status.UNRESOLVED, 0.0
+        return outcome
+    outcome.reward = float(reward)
+    outcome.status = Status.RESOLVED if outcome.reward == 1.0 else Status.UNRESOLVED
+    if outcome.status is Status.UNRESOLVED:
+        outcome.reason = TIMEOUT_REASONS.get(kind or "", "unresolved")
+    return outcome
+
+
+def redact_secrets(directory: Path, environ: dict[str, str]) -> int:
+    """Replace secret-looking environment values in every text file under `directory`; count files changed."""
+    secrets = sorted(
+        {v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True
+    )
+    changed = 0
+    for path in (p for p in directory.rglob("*") if p.is_file()):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        redacted = text
+        for secret in secrets:
+            redacted = redacted.replace(secret, "[redacted]")
+        if redacted != text:
+            path.write_text(redacted, encoding="utf-8")
+            changed += 1
+    return changed
+
+
+def run_trial(
+    task: Task,
+    harbor_agent: str,
+    model: str | None,
+    work_dir: Path,
+    root: Path,
+    kwargs: dict[str, str] | None = None,
+    isolate_network: bool = False,
+    engine_env: dict[str, str] | None = None,
+) -> TrialOutcome:
+    """Run one Harbor trial on the prebuilt task image; returns its outcome, Harbor's files kept under
+    `work_dir/harbor`. `engine_env` points Harbor's Docker CLI at our engine (`Engine.cli_env`: on Podman,
+    its Docker API socket and the classic builder)."""
+    harbor_bin, docker_config = default_paths(root)
+    work = work_dir / names.HARBOR_DIR
+    staged = stage_task(task, work / "task", isolate_network)
+    extra = None
+    if isolate_network:
+        extra = work / "isolate.compose.yaml"
+        extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
+    env = dict(os.environ) | (engine_env or {})
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of LiteLLM's remote price list
+    if docker_config:
+        env["DOCKER_CONFIG"] = docker_config
+    cmd = command(harbor_bin, staged, harbor_agent, model, work / "jobs", kwargs or {}, extra)
+    budget = run_budget_sec(task)
+    with (work / "harbor.log").open("w", encoding="utf-8") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        try:
+            done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=budget)
+        except FileNotFoundError:
+            raise HarborError(f"{harbor_bin} not found; run scripts/setup_harbor.sh") from None
+        except subprocess.TimeoutExpired:
+            raise HarborError(f"harbor did not finish within {budget:.0f}s") from None
+    try:
+        trial_path = find_trial_result(work / "jobs")
+    except HarborError as exc:
+        raise HarborError(f"{exc} (harbor exit {done.returncode}; see {work / 'harbor.log'})") from None
+    trial = json.loads(trial_path.read_text(encoding="utf-8"))
+    redact_secrets(work_dir, dict(os.environ))
+    outcome = map_trial(trial)
+    report = trial_path.parent / "verifier" / names.REPORT_JSON
+    if report.is_file():
+        outcome.verifier = json.loads(report.read_text(encoding="utf-8"))
+        if outcome.status is Status.UNRESOLVED and outcome.reason == "unresolved":
+            outcome.reason = None  # the verifier report's reasons say why
+    outcome.trial_result = str(trial_path.relative_to(work_dir))
+    return outcome
+
+
+class HarborError(RuntimeError):
+    """Harbor could not be run or left no usable trial result."""
+
+
+class Harbor(AgentKind):
+    """Harbor runs the whole trial (agent and verifier, in one container of its own on our image)."""
+
+    name = "harbor"
+    summary = (
+        "a Harbor agent (harbor_agent: claude-code, codex, openhands, terminus-2, ...) run by the harbor CLI"
+    )
+    required = (("harbor_agent", "a Harbor agent name (claude-code, codex, ...) or module:Class"),)
+
+    def solve(self, ctx: SolveContext) -> WorkRecord:
+        agent = ctx.agent
+        assert agent.harbor_agent is not None
+        clear(ctx.work_dir)
+        record = ctx.new_record()
+        trial = run_trial(
+            ctx.task,
+            agent.harbor_agent,
+            agent.model,
+            ctx.work_dir,
+            ctx.root,
+            dict(agent.kwargs),
+            agent.isolate_network,
+            ctx.engine.cli_env(),
+        )
+        if trial.status is Status.ERROR:
+            raise HarborError(f"harbor trial failed: {trial.reason}: {trial.error}")
+        trial.apply_to(record)
+        record.write(ctx.work_dir / names.WORK_FILE)
+        return record
+
+
+# Harbor's own agent names: a `kind:` of one of these is a Harbor agent, not a kind of ours.
+HARBOR_AGENTS = (
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "openhands",
+    "terminus-2",
+    "aider",
+    "goose",
+    "cursor-cli",
+    "opencode",
+    "qwen-coder",
+    "mini-swe-agent",
+)

@@ -1,0 +1,378 @@
+"""The hand-off: how an agent's work crosses from its container into the fresh verifier container.
+
+The agent's work is one binary git diff against the base commit, taken in the agent container and
+applied in a fresh container of the pristine task image. Both ends run `handoff.sh` (beside this module,
+the one source of the hermetic git they share) under `env -i`, with a private git directory, its own
+configuration and attributes, and a private index, so nothing the agent did to git (configuration,
+attributes, hooks, aliases, environment, its index, HEAD or rebase/merge state) changes what is taken
+or applied; the agent's object store is only read for the base tree, and when it cannot give it (.git
+deleted or corrupted) a pristine copy of the task image's objects is streamed in.
+
+Limits (`capture:` in config.yaml, `Limits`): work-tree files over `max_file_bytes` and untracked debris
+(`exclude`: heap dumps, JVM crash logs, core dumps) are left out of the diff and listed in the result;
+so are embedded git repositories. The diff streams to the run directory, bounded by `max_diff_bytes`
+(more is `diff_too_large`, a result), and the capture has `timeout_sec`.
+
+Predicted patches are applied by the same script: the patch as given and then normalised (see
+`kotlin_bench.dataset.predictions.patch_candidates`), each with SWE-bench's appliers in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kotlin_bench.core import names
+from kotlin_bench.dataset.task import Task
+from kotlin_bench.engine import containers
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+MIB = 1 << 20
+# Files a crashed or profiled JVM (or the kernel) leaves in its working directory.
+DEBRIS = ("hs_err_pid*.log", "replay_pid*.log", "*.hprof", "core", "core.[0-9]*")
+CAP = names.CONTAINER_CAPTURE_DIR
+PRISTINE_DIR = f"{CAP}/pristine"
+MAX_RECORD_BYTES = 4 * MIB  # the left-out list and git's errors, read back from the container
+MAX_LISTED = 200
+MAX_MESSAGE = 2000
+APPLY_TIMEOUT = 300.0
+
+
+@cache
+def script() -> str:
+    """handoff.sh, run as `bash -c <script> handoff.sh <capture dir> <command> ...`."""
+    return names.HANDOFF_SCRIPT.read_text(encoding="utf-8")
+
+
+def _argv(command: str, *args: str) -> list[str]:
+    return ["bash", "-c", script(), "handoff.sh", CAP, command, *args]
+
+
+# --------------------------------------------------------------------------- limits
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The capture's limits: config.yaml `capture:` (each key optional)."""
+
+    max_file_bytes: int = 10 * MIB
+    max_diff_bytes: int = 100 * MIB
+    exclude: tuple[str, ...] = DEBRIS
+    timeout_sec: float = 120.0
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> Limits:
+        values = dict(section or {})
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"capture: unknown keys {unknown}")
+        if "exclude" in values:
+            values["exclude"] = tuple(str(g) for g in values["exclude"])
+        limits = cls(**values)
+        for key in ("max_file_bytes", "max_diff_bytes", "timeout_sec"):
+            if not getattr(limits, key) > 0:
+                raise ValueError(f"capture.{key} must be positive, not {getattr(limits, key)!r}")
+        return limits
+
+
+# --------------------------------------------------------------------------- the capture's record
+
+
+class Outcome(StrEnum):
+    CAPTURED = "captured"
+    TOO_LARGE = "too_large"  # the diff exceeds max_diff_bytes
+    WORK_TREE_GONE = "work_tree_gone"  # the repository directory itself is gone
+    UNAVAILABLE = "unavailable"  # no usable git, git failed, or the capture ran out of time
+
+
+class Why(StrEnum):
+    SIZE = "size"
+    DEBRIS = "debris"
+    EMBEDDED_REPOSITORY = "embedded_repository"
+
+
+WHY_TEXT = {
+    Why.SIZE: "over capture.max_file_bytes",
+    Why.DEBRIS: "matches capture.exclude",
+    Why.EMBEDDED_REPOSITORY: "an embedded git repository",
+}
+
+# handoff.sh capture's exit codes, what they mean for the run, and why.
+EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE, EXIT_NO_GIT, EXIT_SETUP_FAILED = 10, 11, 12, 13, 20
+OUTCOMES = {0: Outcome.CAPTURED, EXIT_TOO_LARGE: Outcome.TOO_LARGE, EXIT_NO_WORK_TREE: Outcome.WORK_TREE_GONE}
+EXIT_TEXT = {
+    EXIT_NO_BASE: "not even the task image's objects give the base tree",
+    EXIT_TOO_LARGE: "the diff exceeds capture.max_diff_bytes = {limits.max_diff_bytes}",
+    EXIT_NO_WORK_TREE: "{repo} is not a directory any more",
+    EXIT_NO_GIT: "no usable git in the agent container, nor the task image's",
+}
+GIT_PATHS = ("/usr/bin/git", "/usr/local/bin/git")  # where task images have git
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    path: str
+    why: Why
+    bytes: int | None = None
+
+    def line(self) -> str:
+        size = "" if self.bytes is None else f"{self.bytes} bytes, "
+        return f"{self.path} ({size}{WHY_TEXT[self.why]})"
+
+
+@dataclass
+class Capture:
+    """What the capture did: result.json `capture` (`to_record`)."""
+
+    outcome: Outcome
+    objects: str = "repository"  # or "pristine": the task image's, the agent's could not give the base
+    git: str = "container"  # or "pristine": the task image's binary, the agent's was gone or broken
+    diff_bytes: int = 0
+    seconds: float = 0.0
+    left_out: list[LeftOut] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # paths git could not add, with its message
+    message: str = ""  # why it was not captured (result.error)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "outcome": str(self.outcome),
+            "objects": self.objects,
+            "git": self.git,
+            "diff_bytes": self.diff_bytes,
+            "seconds": round(self.seconds, 2),
+            "left_out": [{"path": x.path, "why": str(x.why), "bytes": x.bytes} for x in self.left_out],
+            "errors": self.errors,
+        }
+
+    def review(self) -> list[str]:
+        """One line per path left out or not added (flags.left_out)."""
+        lines = [x.line() for x in self.left_out] + self.errors
+        return lines[:MAX_LISTED] + (
+            [f"... and {len(lines) - MAX_LISTED} more"] if len(lines) > MAX_LISTED else []
+        )
+
+
+def _left_out(data: bytes, repos: Sequence[LeftOut] = ()) -> list[LeftOut]:
+    """The records of CAP/out/left-out and the embedded repositories git add refused; files inside an
+    embedded repository are covered by its entry."""
+    fields = data.split(b"\0")
+    found = list(repos)
+    for i in range(0, len(fields) - 2, 3):
+        why, size, path = (f.decode("utf-8", errors="surrogateescape") for f in fields[i : i + 3])
+        found.append(LeftOut(path, Why(why), int(size) if size else None))
+    repos = tuple(f"{x.path}/" for x in found if x.why is Why.EMBEDDED_REPOSITORY)
+    return [x for x in found if x.why is Why.EMBEDDED_REPOSITORY or not x.path.startswith(repos)]
+
+
+# git add's word for a new directory whose own .git has no commit: an embedded repository too.
+_NO_COMMIT = re.compile(r"^error: '(?P<path>.*)/' does not have a commit checked out$")
+
+
+def _errors(data: bytes) -> tuple[list[str], list[LeftOut]]:
+    """git add's errors (paths it could not add), and the embedded repositories among them."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    errors, repos = [], []
+    for line in text.splitlines():
+        found = _NO_COMMIT.match(line)
+        if found:
+            repos.append(LeftOut(found["path"], Why.EMBEDDED_REPOSITORY))
+        elif line.startswith(("error:", "fatal:")):
+            errors.append(line)
+    return errors[:MAX_LISTED], repos
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def capture(
+    container: Container,
+    task: Task,
+    limits: Limits,
+    diff_path: Path,
+    log_path: Path,
+    image: str,
+    labels: dict[str, str],
+) -> Capture:
+    """Write the agent's work as a diff to `diff_path` (empty unless captured), git's messages to
+    `log_path`. What the agent container lacks is taken from a pristine container of `image` (created
+    with `labels`, never started): the objects when the agent's cannot give the base tree, the git
+    binary when the agent's is gone or broken.
+
+    Raises `containers.ContainerError` (and the engine's errors) on infrastructure failures only."""
+    started = time.monotonic()
+    deadline = started + limits.timeout_sec
+    containers.revive(container)  # our watchdog may have killed it at a hard agent timeout
+    diff_path.write_bytes(b"")
+    problem = _prepare(container)
+    if problem:  # e.g. the agent removed bash: its outcome, not the harness's
+        return Capture(Outcome.UNAVAILABLE, seconds=time.monotonic() - started, message=problem)
+    objects, git = "repository", "container"
+    while True:
+        store = f"{task.repo_dir}/.git/objects" if objects == "repository" else f"{PRISTINE_DIR}/objects"
+        code, record = _capture_once(container, task, limits, diff_path, log_path, store, deadline)
+        if code == EXIT_NO_BASE and objects == "repository":
+            containers.copy_from_image(
+                container, image, f"{task.repo_dir}/.git/objects", PRISTINE_DIR, labels
+            )
+            objects = "pristine"
+        elif code == EXIT_NO_GIT and git == "container" and _copy_git(container, image, labels):
+            git = "pristine"
+        else:
+            break
+    record.objects, record.git = objects, git
+    record.seconds = time.monotonic() - started
+    if record.outcome is not Outcome.CAPTURED:
+        diff_path.write_bytes(b"")
+    record.diff_bytes = diff_path.stat().st_size
+    return record
+
+
+def _copy_git(container: Container, image: str, labels: dict[str, str]) -> bool:
+    """The task image's git binary into CAP/pristine/bin (handoff.sh puts it first on PATH)."""
+    import docker
+
+    for path in GIT_PATHS:
+        with contextlib.suppress(docker.errors.NotFound):
+            containers.copy_from_image(container, image, path, f"{PRISTINE_DIR}/bin", labels)
+            return True
+    return False
+
+
+def _capture_once(
+    container: Container,
+    task: Task,
+    limits: Limits,
+    diff_path: Path,
+    log_path: Path,
+    objects: str,
+    deadline: float,
+) -> tuple[int | None, Capture]:
+    """One try of handoff.sh capture with the given object store: its exit code and record."""
+    argv = _argv(
+        "capture",
+        task.repo_dir,
+        task.base_commit,
+        objects,
+        str(limits.max_file_bytes),
+        str(limits.max_diff_bytes),
+        *limits.exclude,
+    )
+    left = max(1.0, deadline - time.monotonic())
+    with diff_path.open("wb") as out, log_path.open("ab") as err:
+        err.write(f"kotlin-bench: capture with objects {objects}\n".encode())
+        done = containers.stream(container, argv, out, err, left, limits.max_diff_bytes, workdir="/")
+    if done.overflowed:
+        return None, Capture(Outcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes")
+    if done.timed_out or done.exit_code is None:
+        message = f"the capture took longer than capture.timeout_sec = {limits.timeout_sec:g} s"
+        return None, Capture(Outcome.UNAVAILABLE, message=message)
+    record = Capture(OUTCOMES.get(done.exit_code, Outcome.UNAVAILABLE))
+    try:
+        record.errors, repos = _errors(
+            containers.read_file(container, f"{CAP}/out/errors", MAX_RECORD_BYTES) or b""
+        )
+        record.left_out = _left_out(
+            containers.read_file(container, f"{CAP}/out/left-out", MAX_RECORD_BYTES) or b"", repos
+        )
+    except OSError as exc:  # more than MAX_RECORD_BYTES of paths: they are left out all the same
+        record.errors.append(f"the list of paths left out is incomplete: {exc}")
+    if record.outcome is not Outcome.CAPTURED:
+        why = EXIT_TEXT.get(done.exit_code, f"handoff.sh capture exited with {done.exit_code}")
+        record.message = f"{why} (see {log_path.name})".format(repo=task.repo_dir, limits=limits)
+    return done.exit_code, record
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> bool:
+    """Apply the captured diff in the fresh verifier container; False when git refuses it."""
+    if diff.stat().st_size == 0:
+        return True
+    _prepared(container)
+    containers.copy_file_in(container, diff, CAP)
+    argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")
+    with log_path.open("ab") as log:
+        log.write(b"kotlin-bench: applying the agent's diff\n")
+        done = containers.stream(
+            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+        )
+    if done.exit_code is None or done.timed_out:
+        raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
+    if done.exit_code == EXIT_SETUP_FAILED:
+        raise containers.ContainerError(
+            f"handoff.sh could not set up git in the verifier container (see {log_path.name})"
+        )
+    return done.exit_code == 0
+
+
+def _prepare(container: Container) -> str | None:
+    """A fresh, real capture directory, whatever the agent left at its path; why not, when it fails."""
+    done = container.exec_run(_argv("prepare"), workdir="/")
+    if done.exit_code == 0:
+        return None
+    return f"cannot create {CAP} in the container: {done.output.decode(errors='replace')[-300:]}"
+
+
+def _prepared(container: Container) -> None:
+    problem = _prepare(container)
+    if problem:
+        raise containers.ContainerError(problem)
+
+
+@dataclass(frozen=True)
+class PatchApplied:
+    """How a predicted patch was applied: result.json `capture.prediction`."""
+
+    applier: str | None  # None: no applier applied it
+    normalised: tuple[str, ...] = ()
+    message: str = ""  # the last applier's message when none applied it (result.error)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"applier": self.applier, "normalised": list(self.normalised)}
+
+
+def apply_patch(
+    container: Container,
+    task: Task,
+    candidates: Sequence[tuple[tuple[str, ...], str]],
+    log_path: Path,
+    timeout: float,
+) -> tuple[containers.StreamResult, PatchApplied]:
+    """Apply the first of the candidate patches (normalisations, text) that applies, in the agent
+    container; the appliers' output goes to `log_path`."""
+    _prepared(container)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for k, (_steps, text) in enumerate(candidates):
+            path = Path(tmp) / f"prediction-{k}.patch"
+            path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+            containers.copy_file_in(container, path, CAP)
+            paths.append(f"{CAP}/{path.name}")
+    argv = _argv("apply-patch", task.repo_dir, task.base_commit, *paths)
+    with tempfile.TemporaryFile() as out, log_path.open("ab") as log:
+        done = containers.stream(container, argv, out, log, timeout, 1 * MIB, workdir="/")
+        out.seek(0)
+        text = out.read().decode("utf-8", errors="replace")
+    if done.exit_code == EXIT_SETUP_FAILED or (done.exit_code is None and not done.timed_out):
+        raise containers.ContainerError(
+            f"handoff.sh could not apply the predicted patch (see {log_path.name})"
+        )
+    head, _, rest = text.partition("\n")
+    parts = head.split("\t")
+    if done.exit_code == 0 and parts[0] == "applied" and len(parts) == 3:
+        return done, PatchApplied(parts[2], tuple(candidates[int(parts[1])][0]))
+    message = rest.strip()[-MAX_MESSAGE:] if parts[0] == "failed" else text.strip()[-MAX_MESSAGE:]
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"kotlin-bench: the patch does not apply: {message}\n")
+    return done, PatchApplied(None, message=message or f"the appliers exited with {done.exit_code}")

@@ -1,0 +1,170 @@
+"""The solve step of a run: the agent phase, and the agent's work taken from its container.
+
+An agent kind (`kotlin_bench.runs.agents`) either acts in a container from the task image, which this
+module starts and ends (`solve_in_container`), or runs its own trial (Harbor). Either way the step ends
+with a work record (`kotlin_bench.core.record.WorkRecord`) in the run's work directory:
+
+1. a container from the task image, labelled with the run's key, the agent phase under `[agent]` timeout
+   and network mode (the kind's `act`); an agent phase that hit the container's process limit (a fork
+   bomb) is recorded (`agent_process_limit`), and its container's processes are ended, as after a
+   timed-out phase, so that the harness can start its own;
+2. the agent's work captured as one diff against the base commit (`kotlin_bench.runs.handoff.capture`)
+   into `work/agent.diff`; what it changed outside the repository, and what in the diff touches test
+   infrastructure, is flagged (`kotlin_bench.runs.tamper`); the container is removed;
+3. `work/work.json`, written last.
+
+An unresolvable outcome of the agent (an empty prediction, a capture that failed because of what the
+agent did) is part of the record (`outcome`), for the verify step to score. A failure of the harness or
+the engine raises: the step has no record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kotlin_bench.core import names
+from kotlin_bench.core.record import WorkRecord
+from kotlin_bench.engine import containers
+from kotlin_bench.engine.phase import Limits, PhaseContainer
+from kotlin_bench.runs import handoff
+from kotlin_bench.runs.tamper import changed_paths, flag_changes, outside_changes
+from kotlin_bench.scoring.reasons import Reason
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+    from kotlin_bench.dataset.task import Task
+    from kotlin_bench.engine.engine import Engine
+    from kotlin_bench.runs.agents.config import Agent
+
+CAPTURE_REASONS = {
+    handoff.Outcome.TOO_LARGE: Reason.DIFF_TOO_LARGE,
+    handoff.Outcome.WORK_TREE_GONE: Reason.WORK_TREE_GONE,
+    handoff.Outcome.UNAVAILABLE: Reason.DIFF_UNAVAILABLE,
+}
+
+
+@dataclass(frozen=True)
+class SolveContext:
+    """What the solve step of one (task, agent, attempt) works with."""
+
+    engine: Engine
+    task: Task
+    agent: Agent
+    attempt: int
+    work_dir: Path
+    image_id: str
+    limits: handoff.Limits
+    key: str
+    root: Path  # the workflow directory
+
+    def new_record(self) -> WorkRecord:
+        task, agent = self.task, self.agent
+        record = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt)
+        record.image, record.image_id = task.image, self.image_id
+        return record
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an agent phase in our container did: its exec result, a vocabulary reason when it ends the
+    run before verification (with a message), the model seen, and how a predicted patch was applied."""
+
+    exec: containers.ExecResult
+    skip_reason: str | None = None
+    message: str | None = None
+    model: str | None = None
+    prediction: handoff.PatchApplied | None = None
+
+
+NOTHING = containers.ExecResult(exit_code=0, timed_out=False, seconds=0.0)
+Act = Callable[["Container", Path, dict[str, str]], Outcome]
+
+
+def clear(work_dir: Path) -> None:
+    """Remove what an earlier try left, so nothing stale is taken as this try's work."""
+    if work_dir.exists():
+        shutil.rmtree(work_dir)
+    work_dir.mkdir(parents=True)
+
+
+def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ...]) -> WorkRecord:
+    """The agent phase in a container from the task image (`act(container, log_path, env)`), then the
+    capture of its work; returns the record written to work.json."""
+    task, work_dir = ctx.task, ctx.work_dir
+    clear(work_dir)
+    record = ctx.new_record()
+    started = time.monotonic()
+    labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: ctx.agent.name}
+    diff = work_dir / names.AGENT_DIFF
+    limits = Limits.of(task, ctx.engine.settings)
+    with PhaseContainer(
+        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits
+    ) as box:
+        with box.network(task.agent, log_path=work_dir / names.PROXY_LOG) as net:
+            outcome = act(box.container, work_dir / names.AGENT_LOG, net.env)
+            record.agent_process_limit = _settle(box, outcome, work_dir / names.AGENT_LOG)
+        capture = handoff.capture(
+            box.container,
+            task,
+            ctx.limits,
+            diff,
+            work_dir / names.CAPTURE_LOG,
+            ctx.image_id,
+            labels | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
+        )
+        outside = outside_changes(box.changes(), task.repo_dir, harness_paths)
+    record.model = outcome.model or record.model
+    record.agent_exit_code = outcome.exec.exit_code
+    record.agent_timed_out = outcome.exec.timed_out
+    record.engine = ctx.engine.describe()
+    record.timings = {"agent_sec": round(outcome.exec.seconds, 2), "capture_sec": round(capture.seconds, 2)}
+    record.capture = capture.to_record()
+    if outcome.prediction:
+        record.capture["prediction"] = outcome.prediction.to_record()
+    with diff.open(encoding="utf-8", errors="replace") as lines:  # line by line: it may be large
+        record.changed_files = changed_paths(lines)
+    with diff.open(encoding="utf-8", errors="replace") as lines:
+        record.flags = flag_changes(record.changed_files, lines)
+    record.flags |= {"outside_repo": outside, "left_out": capture.review()}
+    if capture.outcome is not handoff.Outcome.CAPTURED:
+        record.outcome, record.error = CAPTURE_REASONS[capture.outcome], capture.message or None
+    elif outcome.skip_reason:
+        record.outcome, record.error = outcome.skip_reason, outcome.message or None
+    else:
+        record.diff, record.diff_sha256 = diff.name, file_sha256(diff)
+    record.timings["solve_sec"] = round(time.monotonic() - started, 2)
+    record.write(work_dir / names.WORK_FILE)
+    return record
+
+
+def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:
+    """After the agent phase: whether it hit the container's process limit. Every process the agent left
+    running (a build daemon, a fork bomb, anything that would change its work while it is captured) is
+    ended, its files kept: the container is restarted unless nothing is left in it (where that cannot be
+    known, and after a timeout, always)."""
+    hit = outcome.exec.process_limit or bool(box.hit_process_limit())
+    left = box.leftover_tasks()
+    if hit or outcome.exec.timed_out or left is None or left > 0:
+        if hit:
+            what = f"filled the container's process limit ({box.limits.pids}); its processes were ended"
+        else:
+            what = f"left {'its' if left is None else left} processes and threads running; they were ended"
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(f"\nkotlin-bench: the agent phase {what}\n")
+        box.restart()
+    return hit
+
+
+def file_sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            sha.update(chunk)
+    return sha.hexdigest()

@@ -1,0 +1,1 @@
+"""Tools: the command line, add-task, throw-away workspaces."""

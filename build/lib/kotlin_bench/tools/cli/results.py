@@ -1,0 +1,121 @@
+"""The results' commands: errors, reproduce, leaderboard."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench.core import names
+from kotlin_bench.core.record import errored_results
+from kotlin_bench.tools.cli.text import err, out
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """The comparison the aggregate rule makes, for one agent of any finished summary."""
+    from kotlin_bench.results.reproduce.agent import reproduce_agent
+    from kotlin_bench.results.reproduce.plan import ReproducePlan
+    from kotlin_bench.results.reproduce.verdicts import merge_verdicts
+    from kotlin_bench.results.summary import read_summary
+
+    summary = read_summary(args.summary)
+    agents = sorted(set(summary["agent"]))
+    if args.agent not in agents:
+        raise ValueError(
+            f"{args.summary}: no runs of agent {args.agent!r} (agents: {', '.join(agents) or 'none'})"
+        )
+    raw: dict[str, Any] = {"reference": {args.agent: args.reference}}
+    if args.tolerance is not None:
+        raw["tolerance"] = args.tolerance
+    plan = ReproducePlan.from_config(raw, [args.agent], args.root)
+    spec = plan.references[args.agent]
+    csv_path, md_path = (args.out / f"{args.agent}{suffix}" for suffix in (".csv", ".md"))
+    verdict = reproduce_agent(args.agent, spec, summary, csv_path, md_path, plan.tolerance, args.root)
+    merge_verdicts([verdict], args.out / Path(names.VERDICTS_JSON).name)
+    out(md_path.read_text(encoding="utf-8"))
+    out(verdict.line)
+    out(f"wrote {md_path}, {csv_path} and {args.out / Path(names.VERDICTS_JSON).name}")
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from kotlin_bench.dataset import leaderboard
+
+    rows = leaderboard.load_rows(args.root / names.LEADERBOARD_CSV)
+    if args.write or args.check:
+        differing = leaderboard.write_configs(rows, args.root, check=args.check)
+        for path in differing:
+            out(f"{'differs' if args.check else 'wrote  '}: {path}")
+        if args.check and differing:
+            err(f"{len(differing)} configuration file(s) differ; run `kotlin-bench leaderboard --write`")
+            return 1
+        out(
+            f"{len(leaderboard.planned_configs(rows, args.root))} files up to date"
+            if not differing
+            else "done"
+        )
+        return 0
+    table = []
+    for row in rows:
+        setup = leaderboard.harbor_setup(row)
+        how = setup.config_path if setup else f"not runnable: {leaderboard.NOT_RUNNABLE[row.setup]}"
+        table.append(
+            (row.setup, f"{row.resolved}/{row.submitted}", f"{row.rate:.2f}%", row.tokens_m, row.latency, how)
+        )
+    out(table(table, ("setup", "resolved", "rate", "tokens (M)", "wall time", "configuration")))
+    return 0
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    """Errored runs are results (status `error`); deleting them makes exactly those runs missing, and the
+    next `snakemake` invocation reruns them and nothing else."""
+    found = errored_results(args.results)
+    for path, result in found:
+        out(f"{path}: {result.reason}: {result.error}")
+    if args.delete:
+        for path, _ in found:
+            path.unlink()
+    verb = "deleted" if args.delete else "found"
+    out(
+        f"{len(found)} errored run(s) {verb}"
+        + ("; now run snakemake to redo them" if args.delete and found else "")
+    )
+    return 0
+
+
+def register(sub: Any) -> None:
+    """The results' subcommands of `kotlin-bench`."""
+    p = sub.add_parser(
+        "errors", help="list the runs recorded as errors; --delete lets the next run redo them"
+    )
+    p.add_argument(
+        "--results", type=Path, default=Path(names.RESULTS), help="results directory (default: results)"
+    )
+    p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
+    p.set_defaults(func=cmd_errors)
+
+    p = sub.add_parser(
+        "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"
+    )
+    p.add_argument("--summary", type=Path, default=Path(names.SUMMARY_CSV), help="a finished summary.csv")
+    p.add_argument("--agent", required=True, help="the agent whose runs are compared")
+    p.add_argument(
+        "--reference",
+        required=True,
+        help='"leaderboard:<row>", oracle, nop, or a CSV (see reference/README.md)',
+    )
+    p.add_argument("--out", type=Path, default=Path(names.REPRODUCE_DIR), help="where <agent>.md/.csv go")
+    p.add_argument(
+        "--root", type=Path, default=Path("."), help="checkout with reference/ and dataset/ (default: .)"
+    )
+    p.add_argument(
+        "--tolerance", type=float, help="rate references: allowed |ours - reference| (default 0.05)"
+    )
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("leaderboard", help="the published leaderboard's rows and their configurations")
+    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"generate {names.LEADERBOARD_CONFIGS}/")
+    group.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that differ")
+    p.set_defaults(func=cmd_leaderboard)
