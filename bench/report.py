@@ -14,6 +14,7 @@ TARGET_HARBOR_PREBUILT = 1.0
 TARGET_NOOP_SEC = 10.0
 TARGET_DRY_RUN_SEC = 15.0
 TARGET_DRY_RUN_MB = 500.0
+TARGET_ENGINE = 1.3
 
 
 def _select(rows: Iterable[Row], **match: object) -> list[Row]:
@@ -104,6 +105,16 @@ def targets(rows: list[Row]) -> list[str]:
             _verdict(rss.median, TARGET_DRY_RUN_MB, True),
         ]
     )
+    for variant in ("podman", "podman_rootless"):
+        s = spread(paired_ratios(rows, "engines", variant, "docker"))
+        body.append(
+            [
+                f"6. one oracle run (snakemake invocation), {variant} / docker",
+                s.text(),
+                f"≤ {TARGET_ENGINE}",
+                _verdict(s.median, TARGET_ENGINE, True),
+            ]
+        )
     return ["## Targets", "", *_md_table(["target", "measured: median [min, max]", "goal", "result"], body)]
 
 
@@ -302,6 +313,33 @@ def disk(rows: list[Row]) -> list[str]:
     return ["## 5. Disk per task image (on top of its base)", "", *_md_table(header, body)]
 
 
+def engines(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="engines")
+    if not sec:
+        return []
+    header = ["variant", "wall (s)", "outside agent + verifier (s)", "verifier (s)", "/ docker (paired)"]
+    body = []
+    for variant in ("docker", "podman", "podman_rootless"):
+        ok = [r for r in sec if r.variant == variant and r.ok]
+        if not ok:
+            continue
+        ratio = spread(paired_ratios(rows, "engines", variant, "docker")) if variant != "docker" else None
+        body.append(
+            [
+                variant,
+                spread(_values(ok, metric="wall_sec")).text(),
+                spread(_values(ok, metric="outside_sec")).text(),
+                spread(_values(ok, metric="verifier_sec")).text(),
+                ratio.text() if ratio else "1",
+            ]
+        )
+    return [
+        "## 6. One oracle run per engine (snakemake invocation, concurrency 1)",
+        "",
+        *_md_table(header, body),
+    ]
+
+
 def failures(rows: list[Row]) -> list[str]:
     bad = [r for r in rows if not r.ok and r.metric in ("wall_sec", "bytes")]
     if not bad:
@@ -322,6 +360,7 @@ def summarize(rows: list[Row], header: list[str]) -> str:
         *incremental(rows),
         *scale(rows),
         *disk(rows),
+        *engines(rows),
     ]
     parts += failures(rows)
     return "\n".join(parts).rstrip() + "\n"

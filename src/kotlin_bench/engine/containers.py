@@ -410,5 +410,23 @@ def copy_dir_out(container: Container, source: str, dest: Path, max_bytes: int =
     with tarfile.open(fileobj=buffer) as tar:
         # Only regular files and directories; the member's top folder is `source`'s basename.
         members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
-        tar.extractall(dest, members=members, filter="data")
+        extract(tar, dest, members)
     return True
+
+
+def extract(tar: tarfile.TarFile, dest: Path, members: list[tarfile.TarInfo]) -> None:
+    """Extract `members` (regular files and directories) below `dest` only, owners not kept: tarfile's
+    `data` filter where this Python has it (3.11.4 and later), else the same checks here (Debian 12's
+    Python is 3.11.2)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter="data")
+        return
+    root = dest.resolve()
+    for member in members:
+        target = (root / member.name).resolve()
+        if member.name.startswith("/") or (target != root and root not in target.parents):
+            raise OSError(f"{member.name!r} in the archive points outside {dest}")
+        member.uid = member.gid = os.getuid()
+        member.uname = member.gname = ""
+        member.mode = (member.mode & 0o755) | (0o700 if member.isdir() else 0o600)
+    tar.extractall(dest, members=members, numeric_owner=True)

@@ -154,8 +154,10 @@ def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:
     if hit or outcome.exec.timed_out or left is None or left > 0:
         if hit:
             what = f"filled the container's process limit ({box.limits.pids}); its processes were ended"
+        elif left is None:
+            what = "may have left processes (this engine's containers cannot be counted); they were ended"
         else:
-            what = f"left {'its' if left is None else left} processes and threads running; they were ended"
+            what = f"left {left} processes and threads running; they were ended"
         with log_path.open("a", encoding="utf-8") as log:
             log.write(f"\nkotlin-bench: the agent phase {what}\n")
         box.restart()
