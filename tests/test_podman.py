@@ -8,6 +8,7 @@ engine built its own images).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,7 @@ from kotlin_bench.core.record import RunResult, WorkRecord
 from kotlin_bench.engine.engine import connect
 from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import PODMAN, RootlessUser, verdicts
+from tests.conftest import PODMAN, REPO, RootlessUser, verdicts
 
 pytestmark = [pytest.mark.podman]
 TASKS = 5
@@ -75,6 +76,27 @@ def test_health_check_validation_and_sealed_history_on_rootful_podman(
     rows = run_sealed(engine=PODMAN)
     assert len(rows) == TASKS and all(row.ok for row in rows), [(r.name, r.outcome, r.why) for r in rows]
     assert ws.containers() == []
+
+
+def test_a_harbor_agent_on_rootful_podman(podman_examples: Workspace, tmp_path: Path) -> None:
+    """Harbor's docker environment, pointed at Podman's Docker API (DOCKER_HOST, the classic builder):
+    the trial runs on the image the workflow built in Podman."""
+    harbor = Path(os.environ.get("KOTLIN_BENCH_HARBOR", REPO / ".harbor"))
+    if not (harbor / "venv/bin/harbor").exists():
+        pytest.fail(f"harbor is not installed at {harbor}: scripts/setup_harbor.sh")
+    ws = podman_examples.clone(tmp_path / "ws")
+    agent = {"name": "harbor-oracle", "kind": "harbor", "harbor_agent": "oracle", "isolate_network": True}
+    ws.configure(["examples_calc-4"], [agent])
+    out = ws.snakemake(
+        ws.target("harbor-oracle", "examples_calc-4"), env=os.environ | {"KOTLIN_BENCH_HARBOR": str(harbor)}
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = ws.result("harbor-oracle", "examples_calc-4")
+    assert result is not None and (result.status, result.reward) == ("resolved", 1.0), (
+        result.to_dict() if result else None
+    )
+    log = (ws.run_dir("harbor-oracle", "examples_calc-4") / "work/harbor/harbor.log").read_text()
+    assert "harbor run" in log
 
 
 def test_the_examples_run_rootless_as_an_ordinary_user(
