@@ -31,8 +31,13 @@ done
 
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+if [ "$(id -u)" -eq 0 ]; then
+  command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+else
+  # an ordinary user makes the OS image with mmdebstrap in a user namespace (rootless Podman)
+  command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+fi
 if [ "$with_docker" -eq 1 ] || [ "$with_harbor" -eq 1 ]; then
   # Harbor's trials need the docker CLI and its compose plugin, also on Podman (no Docker daemon is started)
   command -v docker >/dev/null 2>&1 || need+=(docker.io)

@@ -30,7 +30,7 @@ namespace, which has no way out). Entering `allowlist` pins /etc/resolv.conf to 
 leaving it restores the file, so a later `public` phase on the default bridge resolves names as the
 container did at start (on a user-defined egress network, `public` points it at the embedded resolver).
 On Podman the internal network has no DNS server at all (`kotlin_bench.engine.podman`): the proxy's
-address is pinned in /etc/hosts instead, and leaving restores that file; resolv.conf is Podman's.
+address is pinned in /etc/hosts instead, and leaving takes that line out again; resolv.conf is Podman's.
 
 Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
 proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
