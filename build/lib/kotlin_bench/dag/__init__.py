@@ -1,1 +1,0 @@
-"""The Snakemake DAG: the plan, job resources, progress, helpers of rule scripts."""

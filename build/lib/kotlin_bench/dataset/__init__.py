@@ -1,1 +1,0 @@
-"""The dataset: its specification, task directories, upstream files, predictions, the leaderboard, fidelity."""

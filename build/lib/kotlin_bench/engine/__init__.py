@@ -1,1 +1,0 @@
-"""The container engine: images, the registry, phase containers, per-phase networks."""

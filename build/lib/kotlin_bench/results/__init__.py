@@ -1,1 +1,0 @@
-"""Results: summary.csv, statistics, reports, plots, reproduction verdicts."""

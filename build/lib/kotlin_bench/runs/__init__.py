@@ -1,1 +1,0 @@
-"""Runs: agents, the hand-off of their work, solving and verifying one (task, agent, attempt)."""

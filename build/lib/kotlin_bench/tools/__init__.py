@@ -1,1 +1,0 @@
-"""Tools: the command line, add-task, throw-away workspaces."""

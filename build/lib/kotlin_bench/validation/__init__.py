@@ -1,1 +1,0 @@
-"""Task validation the Multi-SWE-bench way: phases in containers, and the lists derived from them."""
