@@ -7,7 +7,8 @@ REPRODUCE = ReproducePlan.from_config(
 
 rule summary:
     input:
-        all_results,
+        results=all_results,
+        repeats=repeated_results,
     output:
         names.SUMMARY_CSV,
     log:

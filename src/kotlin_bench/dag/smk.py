@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench.core import names
 from kotlin_bench.engine.engine import connect, wait_until_up
 from kotlin_bench.engine.images import pin_images, read_sentinel
 from kotlin_bench.engine.registry import Registry
@@ -84,9 +85,11 @@ class Tries:
             self.path.unlink(missing_ok=True)
 
     @classmethod
-    def of_job(cls, script: Any, path: str | Path) -> Tries:
-        """The tries of a rule script's job (`resources.tries` is the try number, `retries:` the config's)."""
-        return cls(Path(path), int(script.resources.tries), configured_retries(script.config))
+    def of_job(cls, script: Any) -> Tries:
+        """The tries of a rule script's job, beside its log (`resources.tries` is the try number,
+        `retries:` the config's)."""
+        path = Path(names.tries_log(str(script.log[0])))
+        return cls(path, int(script.resources.tries), configured_retries(script.config))
 
     def failed(self, exc: BaseException, retryable: bool = True) -> bool:
         """Record this try's failure; True when it is the last (the caller records an error), False when

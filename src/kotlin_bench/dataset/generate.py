@@ -183,7 +183,7 @@ OWNED_TASK_FILES = (
     *(f"environment/{s}" for s in ENVIRONMENT_SCRIPTS),
     *(f"environment/{s}" for s in ENVIRONMENT_RENDERED),
     *(f"environment/{s}" for s in INIT_SCRIPTS.values()),
-    "solution/solve.sh",
+    names.SOLVE_SCRIPT,
     *(f"tests/{f}" for f in VERIFIER_FILES),
     "tests/task.env",
 )
@@ -304,7 +304,7 @@ def render_task(
     files.append(GeneratedFile("environment/docker-compose.yaml", render_compose(task).encode()))
     for name in ENVIRONMENT_SCRIPTS:
         files.append(GeneratedFile(f"environment/{name}", (templates_dir / name).read_bytes(), True))
-    files.append(GeneratedFile("solution/solve.sh", (templates_dir / "solve.sh").read_bytes(), True))
+    files.append(GeneratedFile(names.SOLVE_SCRIPT, (templates_dir / "solve.sh").read_bytes(), True))
     for name in VERIFIER_FILES:
         files.append(GeneratedFile(f"tests/{name}", (verifier_dir / name).read_bytes(), True))
     files.append(GeneratedFile("tests/task.env", render_task_env(task).encode()))

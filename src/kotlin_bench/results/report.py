@@ -11,7 +11,7 @@ from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
 
-RERUN = "snakemake --cores all --forcerun"
+RERUN = "kotlin-bench errors --delete && snakemake --cores all"  # redoes exactly the failed steps
 
 
 def headline(row: pd.Series) -> str:
@@ -25,17 +25,11 @@ def error_runs(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["status"] == Status.ERROR]
 
 
-def rerun_command(errors: pd.DataFrame) -> str:
-    paths = [names.run_result(r.agent, r.task, int(r.attempt)) for r in errors.itertuples()]
-    return " ".join([RERUN, *paths])
-
-
-def error_note(errors: pd.DataFrame, inline: int = 3) -> str:
+def error_note(errors: pd.DataFrame) -> str:
     """`N runs errored and are counted as unresolved in the rate; rerun them with ...`."""
     n = len(errors)
     verb, them = ("errored and is", "it") if n == 1 else ("errored and are", "them")
-    command = rerun_command(errors) if n <= inline else f"{RERUN} <the {n} paths listed under Errors>"
-    return f"{plural(n, 'run')} {verb} counted as unresolved in the rate; rerun {them} with `{command}`"
+    return f"{plural(n, 'run')} {verb} counted as unresolved in the rate; rerun {them} with `{RERUN}`"
 
 
 def display_rates(table: pd.DataFrame) -> pd.DataFrame:
@@ -82,6 +76,7 @@ def error_table(errors: pd.DataFrame, width: int = 160) -> pd.DataFrame:
             "agent": errors["agent"],
             "task": errors["task"],
             "attempt": errors["attempt"],
+            "step": errors["failed_step"].fillna("run"),
             "error type": errors["reason_detail"],
             "message": errors["error"].fillna("").str.slice(0, width),
         }
@@ -117,10 +112,11 @@ def report_sections(
             Section(
                 "Errors",
                 [
-                    "These runs failed on every retry; they count as unresolved. The command below reruns them."
+                    "These runs failed on every retry; they count as unresolved. The command below redoes the "
+                    "step that failed (a failed verification does not redo the agent's work)."
                 ],
                 error_table(errors),
-                rerun_command(errors),
+                RERUN,
             )
         )
     return sections

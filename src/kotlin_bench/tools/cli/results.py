@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import errored_results
+from kotlin_bench.core.record import errored_results, failed_step_outputs
 from kotlin_bench.tools.cli.text import err, out
 
 
@@ -67,18 +69,65 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Errored runs are results (status `error`); deleting them makes exactly those runs missing, and the
-    next `snakemake` invocation reruns them and nothing else."""
+    """Errored runs are results (status `error`) that say which step failed; deleting that step's output
+    makes exactly that step missing: the next `snakemake` invocation redoes a failed verification without
+    touching the agent's work, and a failed solve step (then its verification) and nothing else."""
     found = errored_results(args.results)
     for path, result in found:
-        out(f"{path}: {result.reason}: {result.error}")
+        step = result.failed_step or "run"
+        out(f"{path}: step {step} failed: {result.reason_detail or result.reason}: {result.error}")
     if args.delete:
-        for path, _ in found:
-            path.unlink()
+        for path, result in found:
+            for output in failed_step_outputs(path, result):
+                output.unlink(missing_ok=True)
     verb = "deleted" if args.delete else "found"
     out(
         f"{len(found)} errored run(s) {verb}"
         + ("; now run snakemake to redo them" if args.delete and found else "")
+    )
+    return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    """Verify every run's work again (the DAG's `regrade` target: no agent runs), show what changes, and
+    with --apply move the new verdicts into place (each changed run keeps its previous one)."""
+    from kotlin_bench.results.regrade import apply, read_changes, totals
+
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "regrade", "--quiet", "rules"]
+    for path in args.configfile:
+        cmd += ["--configfile", str(path)]
+    done = subprocess.run(cmd, cwd=args.root, check=False)
+    if done.returncode != 0:
+        err(
+            f"error: the regrade's verifications failed (snakemake exited {done.returncode}); see results/logs/regrade/"
+        )
+        return done.returncode
+    changes = read_changes(args.root / names.REGRADE_CSV)  # snakemake printed changes.md
+    if not args.apply:
+        out(f"regrade: {totals(changes)}; nothing was changed (apply with `kotlin-bench regrade --apply`)")
+        return 0
+    changed = apply(changes, args.root)
+    out(f"regrade applied: {totals(changes)}; {changed} run(s) keep their previous verdict in previous/<n>/")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Results of kotlin-bench 0.2 into today's layout (the agents' work kept; nothing solved again)."""
+    from kotlin_bench.tools.migrate import migrate
+
+    if not (args.results / "runs").is_dir():
+        err(f"error: {args.results / 'runs'} does not exist: no results to migrate")
+        return 2
+    migrated = migrate(args.results)
+    for run_dir in migrated:
+        out(f"migrated {run_dir}")
+    out(
+        f"{len(migrated)} run(s) migrated"
+        + (
+            "; the next snakemake verifies them again from their kept work (no agent runs)"
+            if migrated
+            else ""
+        )
     )
     return 0
 
@@ -93,6 +142,24 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
     p.set_defaults(func=cmd_errors)
+
+    p = sub.add_parser(
+        "regrade",
+        help="verify every run's work again (no agent runs), show what changes; --apply moves it into place",
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="move the new verdicts into place (previous ones kept)"
+    )
+    p.add_argument("--cores", type=int, default=2, help="for the verifications (default: 2)")
+    p.add_argument("--configfile", type=Path, action="append", default=[], help="as for snakemake")
+    p.add_argument("--root", type=Path, default=Path("."), help="the workflow directory (default: .)")
+    p.set_defaults(func=cmd_regrade)
+
+    p = sub.add_parser("migrate", help="move results of kotlin-bench 0.2 into today's layout, once")
+    p.add_argument(
+        "--results", type=Path, default=Path(names.RESULTS), help="results directory (default: results)"
+    )
+    p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser(
         "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"
