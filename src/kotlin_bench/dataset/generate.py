@@ -227,6 +227,7 @@ def render_prepare_env(dataset: Dataset, task: TaskSpec) -> str:
         + shell_array("GIT_CONFIG", git_config)
         + shell_array("GIT_INFO_EXCLUDE", dataset.conventions.git_info_exclude)
         + "WARMUP=/home/warmup.sh\n"
+        + f"AFTER_WARMUP={task.warmup.after}\n"
     )
 
 

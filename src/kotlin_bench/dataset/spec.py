@@ -124,6 +124,13 @@ class OnFailure(StrEnum):
     IGNORE = "ignore"
 
 
+class AfterWarmup(StrEnum):
+    """What preparing a task image does to the tree after the warm-up (the published task's choice)."""
+
+    KEEP = "keep"  # the tree as the warm-up left it: build outputs, test results, changed files
+    RESET = "reset"  # tracked files reset to the base commit, untracked files that are not ignored removed
+
+
 @dataclass(frozen=True)
 class Apply:
     """A warm-up step that applies a patch shipped in the task's environment/ (reverted afterwards)."""
@@ -137,11 +144,12 @@ class Warmup:
 
     steps: tuple[str | Apply, ...]
     on_failure: OnFailure
+    after: AfterWarmup = AfterWarmup.KEEP
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> Warmup:
         steps = tuple(Apply(s["apply"]) if isinstance(s, Mapping) else str(s) for s in raw["steps"])
-        return cls(steps, OnFailure(raw["on_failure"]))
+        return cls(steps, OnFailure(raw["on_failure"]), AfterWarmup(raw.get("after", AfterWarmup.KEEP)))
 
     @property
     def patches(self) -> tuple[str, ...]:
