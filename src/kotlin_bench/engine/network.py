@@ -157,6 +157,12 @@ def proxy_env() -> dict[str, str]:
     }
 
 
+def phase_env(mode: str, allowed_hosts: Sequence[str]) -> dict[str, str]:
+    """What entering a phase in `mode` adds to its processes' environment (`kotlin-bench fidelity` compares
+    it with the published runner's: nothing)."""
+    return proxy_env() if effective_mode(mode, allowed_hosts) == "allowlist" else {}
+
+
 # --- names and leftovers --------------------------------------------------------------------------
 
 
