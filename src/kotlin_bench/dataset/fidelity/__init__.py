@@ -24,8 +24,8 @@ or `behaviour-changing`. A behaviour-changing difference that the dataset specif
 `fidelity.intended` (with its reason) fails the check.
 """
 
-from kotlin_bench.dataset.fidelity.compare import check
+from kotlin_bench.dataset.fidelity.compare import AgentEnv, check
 from kotlin_bench.dataset.fidelity.model import Difference, FidelityReport, Impact
 from kotlin_bench.dataset.fidelity.report import render
 
-__all__ = ["Difference", "FidelityReport", "Impact", "check", "render"]
+__all__ = ["AgentEnv", "Difference", "FidelityReport", "Impact", "check", "render"]

@@ -154,12 +154,17 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# What a probe gave a script, by the digests of the scripts, the options and the probe: a script's result
+# depends on nothing else, so each is run once per process.
+_RESULTS: dict[tuple[str, ...], str] = {}
+
+
 def compare_scorers(
     cmp: _Compare, tasks: Sequence[tuple[TaskSpec, Path, PublishedScripts]], tmp: Path
 ) -> None:
     """Run each distinct published scorer and ours on every scorer probe, with each task's own options,
     and each distinct published collector-and-scorer pipeline and ours on every report probe."""
-    cache: dict[tuple[str, ...], str] = {}
+    cache = _RESULTS
 
     def once(key: tuple[str, ...], run: Callable[[], str]) -> str:
         if key not in cache:
