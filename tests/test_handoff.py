@@ -538,25 +538,27 @@ mkdir -p build/test-results/test && touch build/test-results/test/TEST-warm.xml
 """
 
 
+WARMUP_UNDONE = "git checkout -- README.md && rm warmup-debris.txt"
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize(
-    "thing",
+    ("thing", "fix"),
     [
-        "true",
-        "git checkout -- README.md && rm warmup-debris.txt",
-        "printf 'more\\n' >> warmup-debris.txt && printf 'more\\n' >> README.md",
+        ("true", True),
+        (WARMUP_UNDONE, True),
+        ("printf 'more\\n' >> warmup-debris.txt && printf 'more\\n' >> README.md", True),
+        (WARMUP_UNDONE, False),  # the agent's tree is the base commit's: an empty diff
     ],
-    ids=["kept", "undone", "changed further"],
+    ids=["kept", "undone", "changed further", "undone, nothing else"],
 )
 def test_what_the_warmup_left_in_the_image_arrives_as_the_agent_left_it(
-    site: Site, tmp_path: Path, thing: str
+    site: Site, tmp_path: Path, thing: str, fix: bool
 ) -> None:
-    done = hand_off(site, tmp_path, thing, setup=WARMUP_LEFTOVERS)
+    done = hand_off(site, tmp_path, thing, fix=fix, setup=WARMUP_LEFTOVERS)
     assert_carried(done)
     assert ("warmup-debris.txt" in done.verifier_tree) is (thing != WARMUP_UNDONE)
-
-
-WARMUP_UNDONE = "git checkout -- README.md && rm warmup-debris.txt"
+    assert (done.diff == "") is (not fix and thing == WARMUP_UNDONE)
 
 
 def _base_commit(site: Site, setup: str) -> str:

@@ -253,6 +253,7 @@ tree_at_base() {
 apply_diff() {
     local repo=$1 base=$2 diff=$3
     tree_at_base "$repo" "$base" || return $SETUP_FAILED
+    [ -s "$diff" ] || return 0
     git apply --binary --whitespace=nowarn -- "$diff"
 }
 
