@@ -463,7 +463,6 @@ def test_a_bom_and_whitespace_before_the_declaration_are_dropped_as_published(
     assert set(jc.parse_junit_text(data).statuses) == {A1, A2}
 
 
-
 def test_grandchild_failure_does_not_count() -> None:
     xml = b'<testsuites><testcase classname="a.B" name="p"><system-out><failure/></system-out></testcase></testsuites>'
     assert jc.parse_junit_text(xml).statuses == {"a.B.p": "PASS"}
