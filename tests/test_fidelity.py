@@ -558,3 +558,20 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(tmp_path: Pat
     assert published.status is Status.RESOLVED, published.verifier.get("reasons")
     assert "src/test/kotlin/calc/CalculatorTest.kt" in published.flags["tests"]  # flagged for review
     assert (strict.status, strict.reason) == (Status.UNRESOLVED, "test_patch_failed")
+
+
+def test_the_tools_build_is_read_through_an_arg_default() -> None:
+    """A recipe that names the build in an ARG (as kotlin-bench's recipes once did) is read for its value."""
+    from kotlin_bench.dataset.fidelity.facts import parse_dockerfile
+
+    recipe = (
+        "FROM eclipse-temurin:17-jdk AS sdk\nARG BUILD=11076708\n"
+        'RUN curl -o t.zip "https://dl.google.com/android/repository/commandlinetools-linux-${BUILD}_latest.zip"\n'
+        "RUN sdkmanager --install platform-tools\nFROM eclipse-temurin:8-jdk\n"
+    )
+    parsed = parse_dockerfile(recipe)
+    assert (parsed.cmdline_tools, parsed.sdkmanager_jdk, parsed.base) == (
+        "11076708",
+        "eclipse-temurin:17-jdk",
+        "eclipse-temurin:8-jdk",
+    )

@@ -323,6 +323,13 @@ class Dockerfile:
 CMDLINE_TOOLS_RE = re.compile(r"commandlinetools-linux-(\d+)_latest\.zip")
 
 
+def _with_arg_defaults(text: str) -> str:
+    """`text` with every `${NAME}` of an `ARG NAME=default` replaced by its default."""
+    for name, value in re.findall(r"^\s*ARG\s+(\w+)=(\S+)\s*$", text, re.MULTILINE):
+        text = text.replace("${" + name + "}", value)
+    return text
+
+
 def _sdkmanager_stage(lines: list[str]) -> str | None:
     base = None
     for line in lines:
@@ -337,7 +344,7 @@ def parse_dockerfile(text: str) -> Dockerfile:
     lines = _code_lines(text)
     final = max((i for i, line in enumerate(lines) if line.upper().startswith("FROM ")), default=-1)
     stage = lines[final:] if final >= 0 else lines
-    tools = CMDLINE_TOOLS_RE.search(text)
+    tools = CMDLINE_TOOLS_RE.search(_with_arg_defaults(text))
     base = stage[0].split()[1] if stage and stage[0].upper().startswith("FROM ") else None
     env: dict[str, str] = {}
     workdir = user = clone = None
