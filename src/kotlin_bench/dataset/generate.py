@@ -227,6 +227,7 @@ def render_prepare_env(dataset: Dataset, task: TaskSpec) -> str:
         + shell_array("GIT_CONFIG", git_config)
         + shell_array("GIT_INFO_EXCLUDE", dataset.conventions.git_info_exclude)
         + "WARMUP=/home/warmup.sh\n"
+        + f"AFTER_WARMUP={task.warmup.after}\n"
     )
 
 
@@ -328,15 +329,16 @@ def render_base_recipe(dataset: Dataset, base: Base, templates_dir: Path = TEMPL
         "apt_packages": " \\\n".join(f"    {p}" for p in apt),
         "clone_url": shlex.quote(base.repository.clone_url),
         "repo_dir": shlex.quote(base.repository.repo_dir),
-        "android_stage": "",
         "android_install": "",
     }
-    if base.android_sdk_packages:
-        stage = _template(templates_dir, "base-android-stage.Dockerfile")
-        install = _template(templates_dir, "base-android-install.Dockerfile")
-        values["android_stage"] = render(stage, {"android_sdk_packages": packages})
+    if base.android_sdk_packages and base.android_cmdline_tools is not None:
         values["android_install"] = render(
-            install, {"android_sdk_packages": ", ".join(base.android_sdk_packages)}
+            _template(templates_dir, "base-android-install.Dockerfile"),
+            {
+                "android_sdk_packages": ", ".join(base.android_sdk_packages),
+                "cmdline_tools": base.android_cmdline_tools,
+                "sdk_arguments": packages,
+            },
         )
     return render(_template(templates_dir, "base.Dockerfile"), values)
 

@@ -359,9 +359,9 @@ def _read(path: Path) -> bytes:
 
 
 def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> bool:
-    """Apply the captured diff in the fresh verifier container; False when git refuses it."""
-    if diff.stat().st_size == 0:
-        return True
+    """Apply the captured diff in the fresh verifier container, whose tree is first put at the base commit
+    (also for an empty diff: what the warm-up left there is the agent's to keep); False when git refuses
+    it."""
     _prepared(container)
     containers.copy_file_in(container, diff, CAP)
     argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")
