@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
@@ -45,10 +45,10 @@ TEMPLATES = HERE / "templates"
 
 
 def environment() -> Environment:
+    """Autoescaped HTML; a key an older record lacks renders empty."""
     return Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
-        undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
