@@ -5,12 +5,21 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-CUTOFF = 0.5
+CUTOFF = 0.5  # difflib's similarity ratio a name needs to be suggested at all
+TIE = 0.05  # names this close to the best one are suggested with it
 
 
 def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Up to `n` of `choices` closest to `word`, best first (difflib's ratio, at least CUTOFF)."""
-    return difflib.get_close_matches(str(word), sorted(set(map(str, choices))), n=n, cutoff=CUTOFF)
+    """The `choices` closest to `word` (difflib's ratio, at least CUTOFF): the best one, and up to n - 1
+    others about as close (ties), best first."""
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, str(word), c).ratio(), c) for c in sorted(set(map(str, choices)))),
+        key=lambda pair: -pair[0],
+    )
+    if not scored or scored[0][0] < CUTOFF:
+        return []
+    best = scored[0][0]
+    return [c for score, c in scored[:n] if score >= max(CUTOFF, best - TIE)]
 
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
