@@ -15,7 +15,8 @@ configfile: "config.yaml"
 
 # the config checked against workflow/schemas/config.schema.yaml: one short message per mistake
 check_or_exit(config, workflow.configfiles, Path(workflow.basedir))
-validate(config, "../workflow/schemas/config.schema.yaml")  # fills in the schema's defaults
+# fills in the schema's defaults
+validate(config, "../workflow/schemas/config.schema.yaml")
 PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
 MISSING_RUNS = drop_stale_summary(Path(names.SUMMARY_CSV), PLAN.results())
 

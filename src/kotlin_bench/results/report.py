@@ -196,3 +196,9 @@ def report_sections(
             )
         )
     return sections
+
+
+def reasons_markdown() -> str:
+    """The reason vocabulary as the README's table (a test keeps the README's copy equal to it)."""
+    rows = [f"| `{reason.value}` | {REASON_TEXT[reason]} |" for reason in Reason]
+    return "\n".join(["| reason | what it means |", "| --- | --- |", *rows])
