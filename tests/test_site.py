@@ -4,6 +4,7 @@ the examples is tests/test_site_browser.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -76,3 +77,30 @@ def test_a_rebuild_writes_only_what_changed(site: Path) -> None:
     _, report = build(site)
     assert names.site_run_page("agent", "slug-1", 1) in report.removed
     assert not (site / names.site_run_page("agent", "slug-1", 1)).exists()
+
+
+def test_a_harbor_trajectory_is_shown(site: Path) -> None:
+    """Harbor's ATIF trajectory of the trial: each step's source, message, tool calls and observations."""
+    trial = site / names.work_dir("agent", "calc-1", 1) / names.HARBOR_DIR / "jobs/job/calc-1__abc"
+    (trial / "agent").mkdir(parents=True)
+    steps = [
+        {"step_id": 1, "source": "user", "message": "Fix the parser"},
+        {
+            "step_id": 2,
+            "source": "agent",
+            "message": "Looking around",
+            "tool_calls": [
+                {"tool_call_id": "c1", "function_name": "bash", "arguments": {"command": "ls src"}}
+            ],
+            "observation": {"results": [{"source_call_id": "c1", "content": "Parser.kt"}]},
+        },
+    ]
+    (trial / "agent/trajectory.json").write_text(json.dumps({"schema_version": "ATIF-v1.6", "steps": steps}))
+    build(site)
+    page = (site / names.site_run_page("agent", "calc-1", 1)).read_text()
+    assert "Harbor trajectory" in page and "Fix the parser" in page
+    assert "bash({&#34;command&#34;: &#34;ls src&#34;})" in page and "Parser.kt" in page
+    assert (
+        'href="../../../../runs/agent/calc-1/attempt-1/work/harbor/jobs/job/calc-1__abc/agent/trajectory.json"'
+        in page
+    )
