@@ -3,7 +3,8 @@ from pathlib import Path
 from snakemake.utils import min_version, validate
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.plan import Plan, drop_stale_summary
+from kotlin_bench.dag.config import check_or_exit, plan_or_exit
+from kotlin_bench.dag.plan import drop_stale_summary
 from kotlin_bench.dag.progress import start_progress
 
 min_version("9.0")
@@ -12,10 +13,11 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+# the config checked against workflow/schemas/config.schema.yaml: one short message per mistake
+check_or_exit(config, workflow.configfiles, Path(workflow.basedir))
+# fills in the schema's defaults
 validate(config, "../workflow/schemas/config.schema.yaml")
-
-PLAN = Plan.from_config(config, Path(workflow.basedir))
-PLAN.refuse_legacy_results()
+PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
 MISSING_RUNS = drop_stale_summary(Path(names.SUMMARY_CSV), PLAN.results())
 
 

@@ -3,8 +3,9 @@
 # and a running Docker engine. Idempotent; safe to run again.
 # Usage: scripts/setup.sh [--harbor | --tests]
 #   --harbor: also the harbor CLI and the compose v2 plugin (Harbor agents, the Harbor tests)
-#   --tests:  everything the test suite needs: --harbor, and a container registry and a one-machine Slurm
-#             cluster on loopback (scripts/setup_registry.sh, scripts/setup_slurm.sh; root only)
+#   --tests:  everything the test suite needs: --harbor, Debian's Chromium and chromedriver (the results
+#             site's browser test), and a container registry and a one-machine Slurm cluster on loopback
+#             (scripts/setup_registry.sh, scripts/setup_slurm.sh; root only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_harbor=0
@@ -22,6 +23,10 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+if [ "$with_services" -eq 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: missing ${need[*]}; install them (apt-get install ${need[*]}) and run again" >&2

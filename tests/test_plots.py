@@ -130,6 +130,7 @@ def test_plots_script(tmp_path: Path) -> None:
         rates=aggregate.rates,
         by_repository=aggregate.by_repository,
         verdicts=aggregate.verdicts,
+        comparisons=aggregate.comparisons,
         reproduce=aggregate.reproduce_csv,
     )
     run_script("plots.py", input=inputs, output=charts, params=params, log=log)

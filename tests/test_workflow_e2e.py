@@ -18,8 +18,8 @@ from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
-# Jobs downstream of any changed run: the summary, its aggregates and plots, and the default target.
-REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "all": 1}
+# Jobs downstream of any changed run: the summary, its aggregates, plots and site, and the default target.
+REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "site": 1, "all": 1}
 
 
 def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:

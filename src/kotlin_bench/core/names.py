@@ -50,6 +50,9 @@ SUMMARY_CSV = f"{RESULTS}/summary.csv"
 SUMMARY_MD = f"{RESULTS}/summary.md"
 RATES_CSV = f"{RESULTS}/rates.csv"
 RATES_BY_REPOSITORY_CSV = f"{RESULTS}/rates_by_repository.csv"
+COMPARISONS_CSV = (
+    f"{RESULTS}/comparisons.csv"  # paired comparisons of the agents (kotlin_bench.results.compare)
+)
 REPORT_HTML = f"{RESULTS}/report.html"
 PLOT_RATES = f"{RESULTS}/plots/rates.png"
 PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
@@ -60,6 +63,22 @@ HEALTHCHECK_DIR = f"{RESULTS}/healthcheck"
 HEALTHCHECK_CSV = f"{HEALTHCHECK_DIR}/summary.csv"
 HEALTHCHECK_MD = f"{HEALTHCHECK_DIR}/summary.md"
 LOGS = f"{RESULTS}/logs"
+# The results site (kotlin_bench.results.site): static pages that open from disk.
+SITE = f"{RESULTS}/site"
+SITE_INDEX = f"{SITE}/index.html"
+SITE_PAGES = ".pages.json"  # under SITE: each page's input key, so a rebuild writes only what changed
+
+
+def site_run_page(agent: str, task_id: str, attempt: int | str, site: str = SITE) -> str:
+    return f"{site}/runs/{agent}/{task_id}/attempt-{attempt}.html"
+
+
+def site_task_page(task_id: str, site: str = SITE) -> str:
+    return f"{site}/tasks/{task_id}.html"
+
+
+def site_pair_page(agent_a: str, agent_b: str, site: str = SITE) -> str:
+    return f"{site}/compare/{agent_a}--{agent_b}.html"
 
 
 def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from snakemake.io import ancient
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import legacy_runs
+from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dag.resources import JobResources, Sizing
 from kotlin_bench.dataset import leaderboard
 from kotlin_bench.dataset.materialize import MirrorSources
@@ -108,6 +110,11 @@ class Plan:
         predictions = {
             a.name: load_predictions(root / a.predictions, tasks) for a in agents if a.predictions is not None
         }
+        for agent in agents:
+            if agent.name in predictions:
+                warning = missing_predictions(agent, predictions[agent.name], selected)
+                if warning:
+                    print(warning, file=sys.stderr)
         return cls(
             root,
             selected,
@@ -422,7 +429,22 @@ def drop_stale_validation(plan: Plan) -> None:
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
     ids = list(tasks) if wanted == "all" else list(wanted)
-    unknown = sorted(set(ids) - set(tasks) | set(exclude) - set(tasks))
-    if unknown:
-        raise ValueError(f"config tasks/exclude: unknown task ids {unknown}")
+    for key, listed in (("tasks", ids), ("exclude", exclude)):
+        unknown = [i for i in listed if i not in tasks]
+        if unknown:
+            named = "; ".join(f"`{i}`{did_you_mean(i, tasks)}" for i in unknown[:10])
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+            raise ValueError(f"{key}: unknown task id(s) {named}{more}")
     return {i: tasks[i] for i in ids if i not in exclude}
+
+
+def missing_predictions(agent: Agent, predictions: dict[str, Prediction], tasks: Iterable[str]) -> str | None:
+    """A warning naming the selected tasks a predictions file has no line for (they score 0)."""
+    lacking = sorted(t for t in tasks if t not in predictions)
+    if not lacking:
+        return None
+    shown = ", ".join(lacking[:10]) + (f", ... (+{len(lacking) - 10})" if len(lacking) > 10 else "")
+    return (
+        f"kotlin-bench: warning: agent {agent.name}: {len(lacking)} selected task(s) have no prediction in "
+        f"{agent.predictions} and will score 0 (empty_patch): {shown}; add them, or leave them out with `exclude:`"
+    )

@@ -73,6 +73,7 @@ import jsonschema
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.names import image_parts
+from kotlin_bench.core.suggest import did_you_mean
 
 SCHEMA_PATH = names.DATASET_SCHEMA
 
@@ -323,7 +324,8 @@ class Dataset:
         for task in self.tasks:
             if task.id == task_id:
                 return task
-        raise KeyError(f"no task {task_id!r} in the {self.name} dataset")
+        known = [t.id for t in self.tasks]
+        raise KeyError(f"no task {task_id!r} in the {self.name} dataset{did_you_mean(task_id, known)}")
 
     def base(self, image: str) -> Base:
         for base in self.bases:

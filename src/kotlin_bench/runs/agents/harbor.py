@@ -151,12 +151,30 @@ class TrialOutcome:
         record.agent_timed_out = self.reason == "agent_timeout"
 
 
+def reward_is_valid(trial: dict[str, Any]) -> bool:
+    """Whether Harbor counts the trial's reward. Harbor 0.26 grades after most agent exceptions and says
+    so in `reward_valid` (and `exception_info.policy.has_valid_reward`): an `ApiError` can leave a reward
+    that is not the agent's outcome. Harbor 0.25 writes neither; its rewards are always valid."""
+    if trial.get("reward_valid") is False:
+        return False
+    policy = (trial.get("exception_info") or {}).get("policy") or {}
+    return policy.get("has_valid_reward") is not False
+
+
 def map_trial(trial: dict[str, Any]) -> TrialOutcome:
-    """Harbor's trial result -> our verdict, timings and usage."""
+    """Harbor's trial result (0.25 or 0.26) -> our verdict, timings and usage. A reward Harbor says is not
+    valid (0.26's `reward_valid: false`) is no verdict: the run is an error, retried like any other."""
     rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
     reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
     exception = trial.get("exception_info") or {}
     kind = exception.get("exception_type")
+    if reward is not None and not reward_is_valid(trial):
+        reward = None
+        exception = {
+            **exception,
+            "exception_message": f"Harbor marked the reward invalid ({kind or 'no exception'}): "
+            + str(exception.get("exception_message") or ""),
+        }
     timings = {
         "environment_sec": _seconds(trial.get("environment_setup")),
         "agent_setup_sec": _seconds(trial.get("agent_setup")),
