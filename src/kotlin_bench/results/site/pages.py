@@ -158,8 +158,14 @@ def run_logs(run_dir: Path, result: RunResult, page: str, root: Path) -> list[Lo
         ("egress proxy", work / names.PROXY_LOG),
         ("harbor", work / names.HARBOR_DIR / "harbor.log"),
         ("leftover processes", run_dir / names.VERIFIER_OUT / names.LEFTOVER_PROCESSES),
-        ("snakemake job", root / names.run_log(result.agent, result.task, result.attempt)),
-        ("failed tries", root / names.tries_log(result.agent, result.task, result.attempt)),
+    ]
+    solve_log = names.solve_log(result.agent, result.task, result.attempt)
+    verify_log = names.verify_log(result.agent, result.task, result.attempt)
+    candidates += [
+        ("solve job", root / solve_log),
+        ("solve job: failed tries", root / names.tries_log(solve_log)),
+        ("verify job", root / verify_log),
+        ("verify job: failed tries", root / names.tries_log(verify_log)),
     ]
     logs = []
     for label, path in candidates:
