@@ -33,3 +33,4 @@ rule all:
         names.SUMMARY_CSV,
         names.SUMMARY_MD,
         names.REPORT_HTML,
+        names.SITE_INDEX,

@@ -71,8 +71,7 @@ XXE = '<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY x SYSTEM "file:///etc/passwd
 
 def run_bad_inputs(tmp: Path) -> list[Row]:
     """Each bad input must be rejected with an error that names it (host only, no containers)."""
-    from snakemake.utils import validate
-
+    from kotlin_bench.dag.config import check_config
     from kotlin_bench.dataset.predictions import load_predictions
     from kotlin_bench.dataset.task import load_task
     from kotlin_bench.runs.agents import agent_from_config
@@ -105,15 +104,28 @@ def run_bad_inputs(tmp: Path) -> list[Row]:
         (any("expected_invalid" in r for r in report["reasons"]), str(report["reasons"][-1])[:150]),
     )
 
-    schema = str(REPO / "workflow/schemas/config.schema.yaml")
+    schema = REPO / "workflow/schemas/config.schema.yaml"
     base = yaml.safe_load((REPO / "config.yaml").read_text())
+    configs = [REPO / "config.yaml"]
     for label, change, needle in (
         ("config attempts = 0", {"attempts": 0}, "attempts"),
         ("config agent name with a space", {"agents": [{"name": "my agent", "kind": "nop"}]}, "my agent"),
         ("config unknown agent kind", {"agents": [{"name": "x", "kind": "magic"}]}, "magic"),
         ("config script agent without script", {"agents": [{"name": "x", "kind": "script"}]}, "script"),
+        ("config misspelt key (attemps)", {"attemps": 1}, "did you mean `attempts`?"),
+        (
+            "config Harbor agent as kind",
+            {"agents": [{"name": "x", "kind": "claude-code"}]},
+            "`kind: harbor, harbor_agent: claude-code`",
+        ),
     ):
-        add(label, _raises(lambda change=change: validate({**base, **change}, schema), needle))
+        # as rules/common.smk checks it: one line naming the file, the key and the value
+        add(
+            label,
+            _raises(
+                lambda change=change: check_config({**base, **change}, configs, schema), "config.yaml", needle
+            ),
+        )
     add(
         "unknown agent kind (Agent)",
         _raises(lambda: agent_from_config({"name": "x", "kind": "magic"}, tmp), "'x'", "magic"),
@@ -135,6 +147,19 @@ def run_bad_inputs(tmp: Path) -> list[Row]:
         _raises(
             lambda: load_predictions(preds, [TASK]), "line 1", "line 2", "line 3", "unknown task id nope"
         ),
+    )
+
+    array = tmp / "predictions.json"
+    array.write_text('[{"instance_id": "examples_calc-4", "model_patch": ""}]\n')
+    add(
+        "predictions: a JSON array",
+        _raises(lambda: load_predictions(array, [TASK]), "a JSON array", "expected JSON Lines"),
+    )
+    misspelt = tmp / "misspelt.jsonl"
+    misspelt.write_text('{"instance_id": "examples_calc-4", "patch": "diff --git a/x b/x"}\n')
+    add(
+        "predictions: patch key misspelt",
+        _raises(lambda: load_predictions(misspelt, [TASK]), "unknown key(s) `patch`", "model_patch"),
     )
 
     def xml_case(name: str, data: bytes, code: str, max_bytes: int | None = None) -> None:

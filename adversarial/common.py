@@ -36,8 +36,10 @@ def record(ws: Workspace, agent: str, task: str = TASK, attempt: int = 1) -> dic
     return result.to_dict() if result else {}
 
 
-def planned_runs(ws: Workspace, *targets: str) -> int:
-    return ws.planned(*targets).get("run", 0)
+def planned_steps(ws: Workspace, *targets: str) -> dict[str, int]:
+    """How many solve and verify jobs a dry run plans."""
+    planned = ws.planned(*targets)
+    return {step: planned.get(step, 0) for step in ("solve", "verify")}
 
 
 @contextlib.contextmanager

@@ -25,11 +25,12 @@ from adversarial.common import (
     Row,
     no_containers,
     phase_container,
-    planned_runs,
+    planned_steps,
     record,
     wait_for,
 )
 from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult, failed_step_outputs
 from kotlin_bench.engine.engine import connect
 from kotlin_bench.tools.workspace import Workspace
 
@@ -81,6 +82,10 @@ def _tmpfs(path: Path, size: str) -> Iterator[Callable[[str], None]]:
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+def _mtimes(directory: Path) -> dict[str, int]:
+    return {str(p.relative_to(directory)): p.stat().st_mtime_ns for p in directory.rglob("*") if p.is_file()}
+
+
 def run_faults(ws: Workspace) -> list[Row]:
     """Timeouts, an OOM, a killed container and a full disk, in one invocation; then the resume."""
     rows: list[Row] = []
@@ -110,16 +115,24 @@ def run_faults(ws: Workspace) -> list[Row]:
     killer = threading.Thread(target=_kill_once, args=(ws, slug, done, killed), daemon=True)
     killer.start()
     with _tmpfs(ws.root / "results/runs/diskfull", "8k") as resize:
-        first = ws.snakemake(*targets)
+        ws.snakemake(*targets)
         done.set()
         disk_result = record(ws, "diskfull", units)
-        partial = [p.name for p in ws.run_dir("diskfull", units).glob("*result*")]
+        run_dir = ws.run_dir("diskfull", units)
+        partial = [p.name for p in run_dir.rglob("*") if p.name.endswith(".tmp")]
+        work_before = _mtimes(run_dir / "work")
         clean, left = no_containers(ws)
         disk_tries = ws.tries("diskfull", units)
         resize("64m")
-        planned = planned_runs(ws, *targets)
+        # what `kotlin-bench errors --delete` does for this run (a failed verification: its result only)
+        for output in failed_step_outputs(
+            run_dir / names.RESULT_FILE, RunResult.read(run_dir / names.RESULT_FILE)
+        ):
+            output.unlink()
+        planned = planned_steps(ws, *targets)
         second = ws.snakemake(*targets)
         after = record(ws, "diskfull", units)
+        work_kept = _mtimes(run_dir / "work") == work_before
 
     r = record(ws, "sleeper", calc)
     rows.append(
@@ -169,21 +182,25 @@ def run_faults(ws: Workspace) -> list[Row]:
             "transient: retried, the retry scored it",
         )
     )
+    step = disk_result.get("failed_step")
+    # whichever step the full disk hit is recorded as its error; the resume redoes exactly that step
+    redone = {"solve": 1, "verify": 1} if step == "solve" else {"solve": 0, "verify": 1}
     rows.append(
         Row(
             "faults",
             "disk full writing results (8k tmpfs)",
-            f"1st: exit {first.returncode}, result {'present' if disk_result else 'absent'}",
+            f"1st: {disk_result.get('status')} of step {step}",
             f"{(disk_tries.strip().splitlines() or ['?'])[-1][:80]}; partial files: {partial or 'none'}; "
-            f"resume planned {planned} run(s); then "
-            f"{after.get('status')}/{after.get('reason')}",
-            first.returncode != 0
-            and not disk_result
+            f"after errors --delete planned {planned}; then {after.get('status')}/{after.get('reason')}; "
+            f"the agent's work kept: {work_kept}",
+            disk_result.get("status") == "error"
+            and step in ("solve", "verify")
             and not partial
-            and planned == 1
+            and planned == redone
             and second.returncode == 0
-            and after.get("status") in ("unresolved", "resolved"),
-            "no partial result; the resume ran only the missing run",
+            and after.get("status") in ("unresolved", "resolved")
+            and (work_kept or step == "solve"),
+            "the step it hit is an error, no partial file; the resume redoes that step (the work kept when it was verify)",
         )
     )
     rows.append(Row("faults", "containers left (faults batch)", left, "", clean))
@@ -346,6 +363,7 @@ def run_engine_restart(ws: Workspace) -> list[Row]:
     proc = ws.popen(target)
     try:
         wait_for(lambda: _verifying(ws) or proc.poll() is not None, 180)
+        work_before = _mtimes(ws.run_dir("oracle", TASK) / names.WORK_DIR)  # the solve step is done
         busy = _engine_busy(ws)  # again: someone may have started containers meanwhile
         if busy is None:
             restart_engine()
@@ -357,15 +375,19 @@ def run_engine_restart(ws: Workspace) -> list[Row]:
     if busy:
         return [busy]
     result = record(ws, "oracle")
-    tries = ws.tries("oracle", TASK)
+    tries = ws.tries("oracle", TASK, step="verify")
+    solved_once = ws.tries("oracle", TASK, step="solve") == "" and work_before == _mtimes(
+        ws.run_dir("oracle", TASK) / names.WORK_DIR
+    )
     clean, left = no_containers(ws)
     return [
         Row(
             "faults",
             "Docker daemon restarted mid-run",
             f"exit {code}; {result.get('status')}/reward {result.get('reward')}",
-            f"{(tries.strip().splitlines() or ['no failed try'])[0][:100]}; containers left: {left}",
-            code == 0 and result.get("status") == "resolved" and "failed" in tries and clean,
-            "the retry waited for the engine, then scored the run",
+            f"{(tries.strip().splitlines() or ['no failed try'])[0][:100]}; agent phase ran once: "
+            f"{solved_once}; containers left: {left}",
+            code == 0 and result.get("status") == "resolved" and "failed" in tries and clean and solved_once,
+            "the verify step was retried after the engine came back; the agent's work was kept",
         )
     ]

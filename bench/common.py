@@ -222,7 +222,7 @@ def stamp(task: str) -> str:
 
 
 def result_path(task: str, attempt: int, agent: str = AGENT) -> str:
-    return names.run_result(agent, task, attempt)
+    return names.verify_result(agent, task, attempt)
 
 
 def read_json(path: Path) -> dict[str, Any]:

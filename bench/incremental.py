@@ -12,7 +12,7 @@ from bench.common import EXAMPLE_TASKS, Context, Row, log, read_json, result_pat
 from bench.prepare import sync_sentinels
 from kotlin_bench.tools.workspace import job_counts
 
-REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "all": 1}
+REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "site": 1, "all": 1}
 
 
 def run(ctx: Context) -> None:

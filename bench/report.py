@@ -6,6 +6,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 
+from bench import site
 from bench.common import Row, spread
 
 TARGET_OVERHEAD = 1.15
@@ -361,6 +362,7 @@ def summarize(rows: list[Row], header: list[str]) -> str:
         *scale(rows),
         *disk(rows),
         *engines(rows),
+        *site.lines(rows),
     ]
     parts += failures(rows)
     return "\n".join(parts).rstrip() + "\n"

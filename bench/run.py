@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import attempts, disk, engines, incremental, overhead, prepare, scale
+from bench import attempts, disk, engines, incremental, overhead, prepare, scale, site
 from bench.common import HARBOR_BIN, REPO, Context, Recorder, log, now_stamp, read_rows, section_timer
 from bench.report import summarize
 
@@ -30,6 +30,7 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "scale": scale.run,
     "disk": disk.run,
     "engines": engines.run,
+    "site": site.run,
 }
 NEEDS_WORKSPACE = {"overhead", "attempts", "incremental", "engines"}
 

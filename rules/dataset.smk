@@ -19,7 +19,9 @@ rule materialize:
     input:
         materialize_inputs,
     output:
-        PLAN.stamp("{task}"),
+        # the stamp, and each file materialization writes (the steps of a run depend on them exactly)
+        stamp=PLAN.stamp("{task}"),
+        files=[PLAN.materialized("{task}", f) for f in names.MATERIALIZED_OUTPUTS],
     log:
         names.log("materialize", "{task}"),
     localrule: True
@@ -29,7 +31,8 @@ rule materialize:
         materialize=1,
     params:
         spec=config["spec"],
+        entry=lambda wildcards: PLAN.spec_entry_digest(wildcards.task),
         materialize=config.get("materialize", {}),
-        mirrors=lambda wildcards: PLAN.mirrors(),
+        mirrors=lambda wildcards: PLAN.mirrors(wildcards.task),
     script:
         "../workflow/scripts/materialize_task.py"

@@ -23,6 +23,7 @@ rule network_check:
 rule healthcheck:
     input:
         runs=healthcheck_runs,
+        repeats=healthcheck_repeats,
         checks=network_checks,
     output:
         csv=names.HEALTHCHECK_CSV,

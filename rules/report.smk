@@ -7,7 +7,8 @@ REPRODUCE = ReproducePlan.from_config(
 
 rule summary:
     input:
-        all_results,
+        results=all_results,
+        repeats=repeated_results,
     output:
         names.SUMMARY_CSV,
     log:
@@ -28,6 +29,7 @@ rule aggregate:
     output:
         rates=names.RATES_CSV,
         by_repository=names.RATES_BY_REPOSITORY_CSV,
+        comparisons=names.COMPARISONS_CSV,
         markdown=names.SUMMARY_MD,
         verdicts=names.VERDICTS_JSON,
         reproduce_md=REPRODUCE.outputs(".md"),
@@ -49,6 +51,7 @@ rule plots:
         rates=names.RATES_CSV,
         by_repository=names.RATES_BY_REPOSITORY_CSV,
         verdicts=names.VERDICTS_JSON,
+        comparisons=names.COMPARISONS_CSV,
         reproduce=REPRODUCE.outputs(".csv"),
     output:
         rates=names.PLOT_RATES,
@@ -62,3 +65,23 @@ rule plots:
         "../environment.yml"
     script:
         "../workflow/scripts/plots.py"
+
+
+rule site:
+    input:
+        all_results,
+        summary=names.SUMMARY_CSV,
+        rates=names.RATES_CSV,
+        by_repository=names.RATES_BY_REPOSITORY_CSV,
+        comparisons=names.COMPARISONS_CSV,
+    output:
+        names.SITE_INDEX,
+    log:
+        names.log("site"),
+    localrule: True
+    conda:
+        "../environment.yml"
+    params:
+        tasks_dir=config["tasks_dir"],
+    script:
+        "../workflow/scripts/site.py"

@@ -1,32 +1,100 @@
-rule run:
+# A run (task, agent, attempt) is two steps: solve (the agent's work, kept) and verify (a verdict on it,
+# in a fresh container; repeated with `verify: {repeats: N}`). Editing what only verification reads
+# (tests/, the verifier config) reruns only verify jobs.
+
+
+rule solve:
     input:
-        run_inputs,
-        # a script agent's script: editing it reruns that agent's runs
-        agent_script=lambda wildcards: PLAN.agent(wildcards.agent).script or [],
+        solve_inputs,
     output:
-        names.run_result("{agent}", "{task}", "{attempt}"),
+        names.work_record("{agent}", "{task}", "{attempt}"),
     log:
-        names.run_log("{agent}", "{task}", "{attempt}"),
+        names.solve_log("{agent}", "{task}", "{attempt}"),
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
     # sized from the task (kotlin_bench.dag.resources; README "Running on a cluster")
-    threads: run_resource("threads")
+    threads: solve_resource("threads")
     resources:
         docker=1,
-        mem_mb=run_resource("mem_mb"),
-        runtime=run_resource("runtime"),
-        disk_mb=run_resource("disk_mb"),
+        mem_mb=solve_resource("mem_mb"),
+        runtime=solve_resource("runtime"),
+        disk_mb=solve_resource("disk_mb"),
         # the try number, for the script to record an error on the last one (scripts see no `attempt`)
         tries=lambda wildcards, attempt: attempt,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
         agent=lambda wildcards: PLAN.agent_config(wildcards.agent),
+        # what the agent phase depends on besides files: its phase of task.toml, the prediction's digest
+        phase=lambda wildcards: PLAN.solve_phase(wildcards.task),
         prediction=lambda wildcards: PLAN.prediction_digest(
             wildcards.agent, wildcards.task
         ),
-        verifier=config.get("verifier", {}),
         # the capture's limits (kotlin_bench.runs.handoff.Limits; defaults for keys not set)
         capture=config.get("capture", {}),
     script:
-        "../workflow/scripts/run_task.py"
+        "../workflow/scripts/solve.py"
+
+
+rule verify:
+    input:
+        unpack(verify_inputs),
+    output:
+        names.verify_result("{agent}", "{task}", "{attempt}"),
+    log:
+        names.verify_log("{agent}", "{task}", "{attempt}"),
+    retries: config.get("retries", 1)
+    conda:
+        "../environment.yml"
+    threads: verify_resource("threads")
+    resources:
+        docker=1,
+        mem_mb=verify_resource("mem_mb"),
+        runtime=verify_resource("runtime"),
+        disk_mb=verify_resource("disk_mb"),
+        tries=lambda wildcards, attempt: attempt,
+    params:
+        task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+        phase=lambda wildcards: PLAN.verify_phase(wildcards.task),
+        verifier=config.get("verifier", {}),
+    script:
+        "../workflow/scripts/verify.py"
+
+
+use rule verify as verify_repeat with:
+    output:
+        names.verify_result("{agent}", "{task}", "{attempt}", "{repeat}"),
+    log:
+        names.verify_log("{agent}", "{task}", "{attempt}", "{repeat}"),
+
+
+# Regrade (`kotlin-bench regrade`): every run's work verified again into results/regrade/, then compared
+# with the verdicts it would replace; nothing in results/runs/ changes until `regrade --apply`.
+use rule verify as regrade_verify with:
+    output:
+        names.regrade_result("{agent}", "{task}", "{attempt}"),
+    log:
+        names.log("regrade", "{agent}", "{task}", "attempt-{attempt}"),
+
+
+rule regrade_changes:
+    input:
+        PLAN.regrade_results(),
+    output:
+        csv=names.REGRADE_CSV,
+        markdown=names.REGRADE_MD,
+    log:
+        names.log("regrade", "changes"),
+    localrule: True
+    conda:
+        "../environment.yml"
+    params:
+        # the verdicts a regrade would replace: read where they exist, never built by this rule
+        current=PLAN.results(),
+    script:
+        "../workflow/scripts/regrade_changes.py"
+
+
+rule regrade:
+    input:
+        rules.regrade_changes.output,

@@ -8,7 +8,7 @@ drop_stale_validation(PLAN)
 
 rule validation_phase:
     input:
-        run_inputs,
+        validation_inputs,
     output:
         names.validation_phase("{task}", "{phase}"),
     log:
@@ -19,12 +19,12 @@ rule validation_phase:
     conda:
         "../environment.yml"
     # one test command in a container from the task image: sized like a run (kotlin_bench.dag.resources)
-    threads: run_resource("threads")
+    threads: validation_resource("threads")
     resources:
         docker=1,
-        mem_mb=run_resource("mem_mb"),
-        runtime=run_resource("runtime"),
-        disk_mb=run_resource("disk_mb"),
+        mem_mb=validation_resource("mem_mb"),
+        runtime=validation_resource("runtime"),
+        disk_mb=validation_resource("disk_mb"),
         tries=lambda wildcards, attempt: attempt,
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),

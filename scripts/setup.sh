@@ -7,10 +7,12 @@
 #             needs, and the rootful service; with --user NAME also that user's rootless Podman; as an
 #             ordinary user (after root), that user's configuration and service. Then use the config
 #             `engine: {kind: podman}` (or --configfile config/podman.yaml).
-#   --tests:  everything the test suite needs: Docker and --harbor, a container registry and a one-machine
-#             Slurm cluster on loopback, rootful Podman, and rootless Podman for the user
-#             KOTLIN_BENCH_ROOTLESS_USER (default kbtest; made when missing) with a Python of
-#             kotlin-bench's dependencies that user can run (/opt/kotlin-bench/rootless-venv; root only)
+#   --tests:  everything the test suite needs: Docker and --harbor, Debian's Chromium and chromedriver (the
+#             results site's browser test), a container registry and a one-machine Slurm cluster on
+#             loopback (scripts/setup_registry.sh, scripts/setup_slurm.sh), rootful Podman, and rootless
+#             Podman for the user KOTLIN_BENCH_ROOTLESS_USER (default kbtest; made when missing) with a
+#             Python of kotlin-bench's dependencies that user can run (/opt/kotlin-bench/rootless-venv;
+#             root only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_harbor=0
@@ -38,9 +40,15 @@ else
   # an ordinary user makes the OS image with mmdebstrap in a user namespace (rootless Podman)
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 fi
-if [ "$with_docker" -eq 1 ] || [ "$with_harbor" -eq 1 ]; then
+if [ "$with_docker" -eq 1 ]; then
+  command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+elif [ "$with_harbor" -eq 1 ]; then
   # Harbor's trials need the docker CLI and its compose plugin, also on Podman (no Docker daemon is started)
   command -v docker >/dev/null 2>&1 || need+=(docker.io)
+fi
+if [ "$with_services" -eq 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Install the `harbor` CLI (Python >= 3.12, its own venv) and the `docker compose` v2 plugin it needs.
+# The version is HARBOR_VERSION (default: the one the tests run against, below); a venv holding another
+# version is upgraded in place.
 # Usage: scripts/setup_harbor.sh [PREFIX]   (default PREFIX: .harbor) -> PREFIX/venv/bin/harbor,
 # and PREFIX/docker-config/cli-plugins/docker-compose; export DOCKER_CONFIG=PREFIX/docker-config to use it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(realpath -m "${1:-.harbor}")
-version=${HARBOR_VERSION:-0.25.0}
+version=${HARBOR_VERSION:-0.26.0}
 mkdir -p "$prefix"
 
 py=${HARBOR_PYTHON:-}
@@ -22,9 +24,10 @@ if [ -z "$py" ] && command -v pyenv >/dev/null 2>&1; then
 fi
 [ -n "$py" ] || { echo "setup_harbor: Harbor needs Python >= 3.12; set HARBOR_PYTHON" >&2; exit 1; }
 
-if [ ! -x "$prefix/venv/bin/harbor" ]; then
-  echo "setup_harbor: harbor==$version into $prefix/venv (with $py)"
-  "$py" -m venv "$prefix/venv"
+installed=$("$prefix/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("harbor"))' 2>/dev/null || true)
+if [ "$installed" != "$version" ]; then
+  echo "setup_harbor: harbor==$version into $prefix/venv (with $py)${installed:+, replacing $installed}"
+  [ -x "$prefix/venv/bin/pip" ] || "$py" -m venv "$prefix/venv"
   "$prefix/venv/bin/pip" install -q --disable-pip-version-check "harbor==$version"
 fi
 

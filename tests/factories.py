@@ -44,7 +44,7 @@ def write_results(root: Path, results: list[RunResult]) -> list[Path]:
     """Write each result to its run path under `root`; returns the paths in order."""
     paths = []
     for result in results:
-        path = root / names.run_result(result.agent, result.task, result.attempt)
+        path = root / names.verify_result(result.agent, result.task, result.attempt)
         result.write(path)
         paths.append(path)
     return paths

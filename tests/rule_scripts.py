@@ -33,6 +33,7 @@ def aggregate_outputs(out: Path, agents: list[str]) -> Files:
     return Files(
         rates=str(out / "rates.csv"),
         by_repository=str(out / "rates_by_repository.csv"),
+        comparisons=str(out / "comparisons.csv"),
         markdown=str(out / "summary.md"),
         verdicts=str(out / "reproduce/verdicts.json"),
         reproduce_md=[str(out / f"reproduce/{agent}.md") for agent in agents],

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +32,19 @@ def harbor_installed() -> Path:
             pytest.fail(f"harbor is not installed at {HARBOR}: CI must run scripts/setup_harbor.sh")
         pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
     return HARBOR
+
+
+def test_the_harbor_tested_is_the_one_setup_installs(harbor_installed: Path) -> None:
+    """scripts/setup_harbor.sh pins the release the README names; these tests run against that install."""
+    pinned = re.search(r"HARBOR_VERSION:-([0-9][0-9.]*)", (REPO / "scripts/setup_harbor.sh").read_text())
+    assert pinned is not None
+    done = subprocess.run(
+        [str(harbor_installed / "venv/bin/harbor"), "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == pinned[1], (
+        f"{harbor_installed} holds harbor {done.stdout.strip()}: run scripts/setup_harbor.sh"
+    )
+    assert f"Harbor {pinned[1]}" in (REPO / "README.md").read_text()
 
 
 @pytest.fixture(scope="module")

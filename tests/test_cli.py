@@ -369,3 +369,82 @@ def test_an_old_command_name_still_works_with_a_note(
     captured = capsys.readouterr()
     assert "`kotlin-bench validate` is now `kotlin-bench lint`" in captured.err
     assert captured.err.count("is now") == 1
+
+
+# --------------------------------------------------------------------------- from anywhere, exit statuses
+
+
+def kb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the checkout (the bundled config: the example dataset), never run."""
+    return copy_checkout(REPO, tmp_path_factory.mktemp("cli") / "ws", npm_packs=False)
+
+
+def test_version_is_the_one_results_record() -> None:
+    from kotlin_bench import HARNESS_VERSION
+
+    done = kb("--version", cwd=REPO)
+    assert done.stdout.strip() == f"kotlin-bench {HARNESS_VERSION}"
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and 'attr = "kotlin_bench.HARNESS_VERSION"' in pyproject
+
+
+@pytest.mark.parametrize("sub", [".", "examples/tasks/examples_calc-4", "workflow/scripts", "results"])
+def test_commands_work_from_any_directory_inside_the_workflow(workflow: Path, sub: str) -> None:
+    here = workflow / sub
+    here.mkdir(parents=True, exist_ok=True)
+    status = kb("status", cwd=here)
+    assert status.returncode == 0, status.stderr
+    assert "examples_calc-4" in status.stdout and "pinterest" not in status.stdout  # the config in use
+    plan = kb("plan", cwd=here)
+    assert plan.returncode == 0 and "kotlin-bench/examples_calc:pr-4" in plan.stdout, plan.stderr
+    assert kb("leaderboard", cwd=here).returncode == 0
+    lint = kb("lint", cwd=here)  # lint checks the dataset of 106 tasks by default, from anywhere
+    assert lint.returncode == 0 and "(106 tasks, 13 bases)" in lint.stdout, lint.stderr
+
+
+def test_root_and_config_options(workflow: Path, tmp_path: Path) -> None:
+    assert kb("--root", str(workflow), "status", cwd=tmp_path).returncode == 0
+    assert kb("status", "--root", str(workflow), cwd=tmp_path).returncode == 0
+    one = tmp_path / "one.yaml"
+    one.write_text("spec: examples/dataset.json\ntasks_dir: examples/tasks\ntasks: [examples_slug-8]\n")
+    done = kb("status", "--config", str(one), cwd=workflow)
+    rows = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("examples_")]
+    assert rows == ["examples_slug-8"], done.stdout
+    excluded = tmp_path / "exclude.yaml"
+    excluded.write_text(
+        "spec: examples/dataset.json\ntasks_dir: examples/tasks\nexclude: [examples_slug-8]\n"
+    )
+    done = kb("status", "--config", str(excluded), cwd=workflow)
+    assert "examples_slug-8" not in done.stdout and "examples_calc-4" in done.stdout
+
+
+def test_wrong_answers_exit_non_zero(workflow: Path, tmp_path: Path) -> None:
+    done = kb("errors", "--results", str(tmp_path / "nonexistent"), cwd=workflow)
+    assert done.returncode == 2 and "no run records here" in done.stderr
+    assert kb("errors", cwd=workflow).returncode == 2  # nothing has run in this copy
+    outside = kb("status", cwd=tmp_path)
+    assert outside.returncode == 2 and "not inside a kotlin-bench workflow" in outside.stderr
+    assert kb("--root", str(tmp_path / "nope"), "status", cwd=tmp_path).returncode == 2
+    unknown = kb("status", "examples_calc-5", cwd=workflow)
+    assert unknown.returncode == 2 and "(closest: `examples_calc-4`, `examples_calc-6`" in unknown.stderr
+    assert kb("compare", "oracle", "nop", cwd=workflow).returncode == 2  # no summary yet
+
+
+def test_compare_names_the_closest_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kotlin_bench.results.summary import summarize, write_table
+    from tests.factories import mixed_results, write_results
+
+    write_table(summarize(write_results(tmp_path, mixed_results())), tmp_path / "summary.csv")
+    assert main(["compare", "oracle", "agnet", "--summary", str(tmp_path / "summary.csv")]) == 2
+    assert "no runs of agent 'agnet' (did you mean `agent`?)" in capsys.readouterr().err
+    assert main(["compare", "oracle", "agent", "--summary", str(tmp_path / "summary.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "oracle vs agent, attempt 1: 4 tasks both ran" in out
+    assert "discordant: 3 (3 only oracle, 0 only agent)" in out and "p = 0.25 (exact McNemar)" in out

@@ -72,6 +72,7 @@ def small_spec() -> dict[str, Any]:
                 "jdk": 11,
                 "jdk_image": "eclipse-temurin:11-jdk",
                 "android_sdk_packages": ["platform-tools", "platforms;android-34"],
+                "android_cmdline_tools": "7302050",
                 "extra_apt_packages": [],
             },
         ],
@@ -379,9 +380,9 @@ def test_dockerfile_and_task_env_quote_the_test_command(tmp_path: Path, verifier
         "exclude-flaky-tests.gradle /home/"
     )
     assert lines[4] == "RUN bash /home/prepare.sh /home/prepare.env"
-    assert lines[5] == "RUN bash /home/check_git_changes.sh /home/widgets"
-    assert lines[6] == f"RUN bash /home/seal_git_history.sh /home/widgets {BASE}"
-    assert lines[7] == "WORKDIR /home/widgets"
+    # No clean-tree check after the warm-up: the image keeps what it left, as published.
+    assert lines[5] == f"RUN bash /home/seal_git_history.sh /home/widgets {BASE}"
+    assert lines[6] == "WORKDIR /home/widgets"
     out = subprocess.run(
         [
             "bash",
@@ -477,12 +478,28 @@ def test_base_recipes_and_manifest(tmp_path: Path, verifier_dir: Path) -> None:
     assert "git clone https://example.invalid/acme/widgets.git /home/widgets" in plain
     assert plain.rstrip().endswith("WORKDIR /home/widgets")
     android = (tmp_path / "bases/acme_widgets/Dockerfile.base-android").read_text()
-    assert "FROM eclipse-temurin:17-jdk AS android-sdk" in android
-    assert "FROM eclipse-temurin:11-jdk\n" in android
-    assert "sdkmanager\" --install platform-tools 'platforms;android-34'" in android
-    assert "--licenses" in android
-    assert "COPY --from=android-sdk /opt/android-sdk /opt/android-sdk" in android
+    # One stage: sdkmanager (the spec's build, on the PATH) runs on the image's own JDK 11, as published.
+    assert [line for line in android.splitlines() if line.startswith("FROM ")] == [
+        "FROM eclipse-temurin:11-jdk"
+    ]
+    assert "/commandlinetools-linux-7302050_latest.zip" in android
+    assert "yes | sdkmanager --licenses > /dev/null" in android
+    assert "&& sdkmanager platform-tools 'platforms;android-34'\n" in android
     assert "ENV ANDROID_HOME=/opt/android-sdk" in android
+    assert "/opt/android-sdk/cmdline-tools/latest/bin" in android
+
+
+@pytest.mark.parametrize(
+    ("packages", "build"), [(["platform-tools"], None), ([], "7302050")], ids=["no build", "no packages"]
+)
+def test_the_command_line_tools_build_goes_with_sdk_packages(packages: list[str], build: str | None) -> None:
+    spec = small_spec()
+    spec["bases"][1]["android_sdk_packages"] = packages
+    spec["bases"][1].pop("android_cmdline_tools")
+    if build:
+        spec["bases"][1]["android_cmdline_tools"] = build
+    with pytest.raises(SpecError, match="android_cmdline_tools"):
+        parse_dataset(spec)
 
 
 def test_hand_written_recipes_are_listed_and_never_overwritten(tmp_path: Path, verifier_dir: Path) -> None:
@@ -573,13 +590,16 @@ def _prepare_files(
     steps: list[Any],
     on_failure: str = "ignore",
     test_env: dict[str, str] | None = None,
+    after: str | None = None,
     **spec: Any,
 ) -> Path:
     """prepare.env and warmup.sh as generation writes them, for a repository at `clone` on the host."""
     data = small_spec()
     repository = data["repositories"]["acme/widgets"]
     repository["repo_dir"] = str(clone)
-    warmup = {"steps": steps, "on_failure": on_failure}
+    warmup: dict[str, Any] = {"steps": steps, "on_failure": on_failure}
+    if after:
+        warmup["after"] = after
     if any(isinstance(step, dict) for step in steps):  # a warm-up patch is the task's own
         data["tasks"][0].update(
             warmup=warmup, warmup_patch={"published_file": "w.patch", "test_patch_paths": ["src/A.kt"]}
@@ -598,35 +618,56 @@ def _prepare_files(
     return tmp / "prepare.env"
 
 
-def test_prepare_checks_out_warms_and_cleans(history: dict[str, Any], tmp_path: Path) -> None:
+WARMUP_LEFTOVERS = (
+    "mkdir -p build/test-results/test sub/build/test-results/test build/cache && "
+    "touch build/test-results/test/TEST-a.xml sub/build/test-results/test/TEST-b.xml build/cache/warm && "
+    "echo dirty > src/A.kt && touch untracked.txt && exit 3"
+)
+
+
+def test_prepare_checks_out_warms_and_keeps_what_the_warmup_left(
+    history: dict[str, Any], tmp_path: Path
+) -> None:
+    """As published: after the warm-up the tree stays as it left it (test results, changed and new files)."""
     clone, base = history["clone"], history["base"]
-    command = (
-        "mkdir -p build/test-results/test sub/build/test-results/test build/cache && "
-        "touch build/test-results/test/TEST-a.xml sub/build/test-results/test/TEST-b.xml build/cache/warm && "
-        "echo dirty > src/A.kt && touch untracked.txt && exit 3"
-    )
     conventions = {
         "git_config": {"core.autocrlf": "input", "core.filemode": "false"},
         "git_info_exclude": [".gitattributes"],
     }
-    env = _prepare_files(tmp_path, clone, base, [command], conventions=conventions)
+    env = _prepare_files(tmp_path, clone, base, [WARMUP_LEFTOVERS], conventions=conventions)
     data = env.read_text()
+    assert "AFTER_WARMUP=keep" in data
     proc = _script("prepare.sh", env)
     assert proc.returncode == 0, proc.stderr
     assert "warmup: exited with 3 (ignored)" in proc.stderr
     assert _git(clone, "rev-parse", "HEAD") == base
-    assert not (clone / "build/test-results").exists()
-    assert not (clone / "sub/build/test-results").exists()
-    assert (clone / "build/cache/warm").exists()  # the warm cache (ignored output) stays
-    assert not (clone / "untracked.txt").exists()
-    assert (clone / "src/A.kt").read_text() == "a\n"
-    assert _script("check_git_changes.sh", clone).returncode == 0
+    assert (clone / "build/test-results/test/TEST-a.xml").exists()
+    assert (clone / "sub/build/test-results/test/TEST-b.xml").exists()
+    assert (clone / "build/cache/warm").exists()
+    assert (clone / "untracked.txt").exists()
+    assert (clone / "src/A.kt").read_text() == "dirty\n"
+    assert _script("check_git_changes.sh", clone).returncode == 1
     assert (
         _git(clone, "config", "core.autocrlf") == "input"
         and _git(clone, "config", "core.filemode") == "false"
     )
     assert ".gitattributes" in (clone / ".git/info/exclude").read_text()
     assert "GIT_CONFIG=(core.autocrlf input core.filemode false)" in data
+
+
+def test_prepare_resets_after_the_warmup_when_told(history: dict[str, Any], tmp_path: Path) -> None:
+    """`after: reset` (cascade-editor-16's published prepare.sh): tracked files back at the base commit, new
+    files that are not ignored removed, ignored outputs and test results kept, and the tree clean."""
+    clone, base = history["clone"], history["base"]
+    env = _prepare_files(tmp_path, clone, base, [WARMUP_LEFTOVERS], after="reset")
+    assert "AFTER_WARMUP=reset" in env.read_text()
+    proc = _script("prepare.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    assert _git(clone, "rev-parse", "HEAD") == base
+    assert (clone / "src/A.kt").read_text() == "a\n"
+    assert not (clone / "untracked.txt").exists()
+    assert (clone / "build/test-results/test/TEST-a.xml").exists() and (clone / "build/cache/warm").exists()
+    assert _script("check_git_changes.sh", clone).returncode == 0
 
 
 def test_prepare_exports_the_test_env_and_aborts_as_published(
@@ -642,7 +683,8 @@ def test_prepare_exports_the_test_env_and_aborts_as_published(
     assert (clone / "build/seen").read_text() == "60\n"  # the test env reached the warm-up
 
 
-def test_prepare_applies_and_reverts_a_warmup_patch(history: dict[str, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize("after", ["reset", "keep"])
+def test_prepare_applies_a_warmup_patch(history: dict[str, Any], tmp_path: Path, after: str) -> None:
     clone, base, later = history["clone"], history["base"], history["later"]
     (tmp_path / "warmup.patch").write_text(_git(clone, "diff", base, later) + "\n")
     steps = [
@@ -650,15 +692,18 @@ def test_prepare_applies_and_reverts_a_warmup_patch(history: dict[str, Any], tmp
         {"apply": "warmup.patch"},
         "grep -q fixed src/A.kt",
     ]
-    env = _prepare_files(tmp_path, clone, base, steps, "abort")
+    env = _prepare_files(tmp_path, clone, base, steps, "abort", after=after)
     warmup = (
         (tmp_path / "warmup.sh").read_text().replace("/home/warmup.patch", str(tmp_path / "warmup.patch"))
     )
     (tmp_path / "warmup.sh").write_text(warmup)
     proc = _script("prepare.sh", env)
     assert proc.returncode == 0, proc.stderr
-    assert (clone / "src/A.kt").read_text() == "a\n"  # reverted after the warm-up
-    assert _script("check_git_changes.sh", clone).returncode == 0
+    if after == "reset":
+        assert (clone / "src/A.kt").read_text() == "a\n"  # reverted after the warm-up
+        assert _script("check_git_changes.sh", clone).returncode == 0
+    else:
+        assert "fixed" in (clone / "src/A.kt").read_text()  # the patched file stays, as the warm-up left it
 
 
 def test_prepare_fetches_a_missing_commit(history: dict[str, Any], tmp_path: Path) -> None:

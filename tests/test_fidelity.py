@@ -18,15 +18,20 @@ from kotlin_bench.dataset.fidelity import Impact
 from kotlin_bench.dataset.generate import VERIFIER_DIR, generate
 from kotlin_bench.dataset.materialize import PublishedSource
 from kotlin_bench.dataset.spec import parse_dataset
+from kotlin_bench.engine.network import phase_env
 from kotlin_bench.tools.cli import main
 
 BASE = "0123456789abcdef0123456789abcdef01234567"
 HOSTS = ["repo1.maven.org", "plugins.gradle.org"]
+# The differences from the published benchmark kotlin-bench keeps (dataset/kotlin-bench.json lists them
+# with their reasons), as the published-style tree below shows them.
+KEPT = ["verifier.other_processes", "agent_phase.added_env", "collector.size_cap"]
 
 
 def spec() -> dict[str, Any]:
     return {
         "name": "tiny",
+        "fidelity": {"intended": [{"key": key, "reason": "kept"} for key in KEPT]},
         "defaults": {
             "verifier_timeout_sec": 900.0,
             "agent_timeout_sec": 1800.0,
@@ -165,6 +170,32 @@ PUB_INIT = """allprojects {
     }
 }
 """
+# A collector in the published style, of our own: --root/--output; each report copied line by line by
+# bash's `read`, its leading XML declaration lines left out.
+PUB_COLLECTOR = r"""#!/bin/bash
+set -eu
+root=. output=merged.xml
+while [ $# -gt 1 ]; do
+  case $1 in --root) root=$2 ;; --output) output=$2 ;; *) exit 2 ;; esac
+  shift 2
+done
+mkdir -p "$(dirname "$output")"
+reports=$(cd "$root" && find . -type f -path '*/build/test-results/*/TEST*.xml')
+[ -n "$reports" ] || exit 1
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<testsuites>'
+  for report in $reports; do
+    declarations=yes
+    while IFS= read -r text; do
+      if [ $declarations = yes ] && [ "${text:0:5}" = '<?xml' ]; then continue; fi
+      declarations=no
+      echo "$text"
+    done <"$root/$report"
+  done
+  echo '</testsuites>'
+} >"$output"
+"""
 PUB_SOLVE = "#!/bin/bash\nset -euo pipefail\ngit apply --whitespace=nowarn /solution/fix.patch\n"
 PUB_BASE = """FROM eclipse-temurin:21-jdk
 WORKDIR /home/
@@ -187,7 +218,9 @@ def published_tree(root: Path, **change: Any) -> Path:
         "no_match": "setFailOnNoMatchingTests(false)",
         "base": PUB_BASE,
         "scorer": (VERIFIER_DIR / "junit_compare.py").read_text(),
+        "collector": PUB_COLLECTOR,
         "warmup": "./gradlew clean test",
+        "dockerfile": PUB_DOCKERFILE,
     } | change
     for n, m in ((7, 6), (9, 8)):
         task = root / "tasks" / f"acme_lint-{n}"
@@ -195,7 +228,7 @@ def published_tree(root: Path, **change: Any) -> Path:
             "task.toml": PUB_TOML.format(
                 n=n, m=m, verifier_timeout=options["verifier_timeout"], hosts=json.dumps(HOSTS)
             ),
-            "environment/Dockerfile": PUB_DOCKERFILE,
+            "environment/Dockerfile": options["dockerfile"],
             "environment/prepare.sh": PUB_PREPARE.format(base=BASE, exports=options["exports"]).replace(
                 "./gradlew clean test\n", options["warmup"] + "\n"
             ),
@@ -204,6 +237,7 @@ def published_tree(root: Path, **change: Any) -> Path:
             "environment/docker-compose.yaml": f"services:\n  main:\n    image: kotlin-bench/acme_lint:pr-{n}\n",
             "tests/test.sh": PUB_TEST.format(restore=options["restore"], exports=options["test_exports"]),
             "tests/junit_compare.py": options["scorer"],
+            "tests/kotlin_logs_collector.sh": options["collector"],
             "solution/solve.sh": PUB_SOLVE,
         }
         for rel, text in files.items():
@@ -233,10 +267,11 @@ def ours(tmp_path: Path) -> Callable[..., tuple[Any, Path]]:
     return make
 
 
-def run_check(dataset: Any, root: Path, published: Path) -> fidelity.FidelityReport:
-    return fidelity.check(
-        dataset, root / "tasks", root / "bases", PublishedSource(location=str(published), commit=None)
-    )
+def run_check(
+    dataset: Any, root: Path, published: Path, agent_env: fidelity.AgentEnv = phase_env
+) -> fidelity.FidelityReport:
+    source = PublishedSource(location=str(published), commit=None)
+    return fidelity.check(dataset, root / "tasks", root / "bases", source, agent_env=agent_env)
 
 
 def keys(report: fidelity.FidelityReport, impact: Impact) -> set[str]:
@@ -247,7 +282,8 @@ def test_the_same_meaning_passes(ours: Callable[..., Any], tmp_path: Path) -> No
     dataset, root = ours()
     report = run_check(dataset, root, published_tree(tmp_path / "pub"))
     assert report.unexplained == [], fidelity.render(report, 2)
-    assert keys(report, Impact.BEHAVIOUR) == set()
+    assert keys(report, Impact.BEHAVIOUR) == set(KEPT)
+    assert {d.intended for d in report.differences if d.impact is Impact.BEHAVIOUR} == {"kept"}
     # Our metadata is not theirs, and we install the agent's tools in the base: never a failure.
     assert "task_toml.metadata.source.code_change_type" in keys(report, Impact.COSMETIC)
     assert "task_toml.verifier.implemented" in keys(report, Impact.COSMETIC)
@@ -296,13 +332,164 @@ def test_a_listed_difference_passes_with_its_reason_and_only_for_its_tasks(
 ) -> None:
     published = published_tree(tmp_path / "pub", restore="")
     listed = {"key": "verifier.restores_test_patch_paths", "reason": "we restore", "tasks": ["acme_lint-7"]}
-    dataset, root = ours(lambda d: d.update(fidelity={"intended": [listed]}))
+    dataset, root = ours(lambda d: d["fidelity"]["intended"].append(listed))
     report = run_check(dataset, root, published)
     assert [(d.task, d.key) for d in report.unexplained] == [
         ("acme_lint-9", "verifier.restores_test_patch_paths")
     ]
-    explained = [d for d in report.differences if d.intended]
+    explained = [d for d in report.differences if d.intended and d.key not in KEPT]
     assert [(d.task, d.intended) for d in explained] == [("acme_lint-7", "we restore")]
+
+
+# --------------------------------------------------------------------------- the six classes of issue 24
+# Each published-style change below makes the check fail on a difference of its class until the
+# specification lists it.
+
+PUB_ANDROID = (
+    "ENV ANDROID_SDK_ROOT=/opt/android-sdk ANDROID_HOME=/opt/android-sdk PATH=$PATH:/opt/android-sdk/cmdline-tools/latest/bin\n"
+    "RUN mkdir -p /opt/android-sdk/cmdline-tools && curl -o t.zip https://dl.google.com/android/repository/"
+    "commandlinetools-linux-{build}_latest.zip && unzip t.zip -d /opt/android-sdk/cmdline-tools && "
+    "mv /opt/android-sdk/cmdline-tools/cmdline-tools /opt/android-sdk/cmdline-tools/latest\n"
+    'RUN yes | sdkmanager --licenses && sdkmanager "platform-tools"\n'
+)
+
+
+def _android_base(build: str, stage: str = "") -> str:
+    """The published-style base with an Android SDK by command-line tools `build` (in a stage of its own
+    FROM `stage`, when given)."""
+    sdk = PUB_ANDROID.format(build=build)
+    if stage:
+        sdk = sdk.replace("ENV ANDROID", "ENV XANDROID", 1)
+        return (
+            f"FROM {stage} AS sdk\n{sdk}" + PUB_BASE + "COPY --from=sdk /opt/android-sdk /opt/android-sdk\n"
+        )
+    return PUB_BASE.replace("RUN git clone", sdk + "RUN git clone", 1)
+
+
+def _with_android(data: dict[str, Any], build: str = "7302050") -> None:
+    data["bases"][0].update(android_sdk_packages=["platform-tools"], android_cmdline_tools=build)
+
+
+def _scorer(old: str, new: str) -> str:
+    text = (VERIFIER_DIR / "junit_compare.py").read_text()
+    assert old in text
+    return text.replace(old, new)
+
+
+BASE_KEY = "base[kotlin-bench/acme_lint:base]"
+CLASS_FIXTURES: dict[str, tuple[dict[str, Any], Callable[[dict[str, Any]], None] | None, set[str]]] = {
+    # 1. what the agent phase makes programs print: a published image whose JVMs announce an option
+    "agent phase: a JVM banner": (
+        {"base": PUB_BASE.replace("ENV LANG=C.UTF-8\n", "ENV LANG=C.UTF-8\nENV JAVA_TOOL_OPTIONS=-Xss4m\n")},
+        None,
+        {"agent_phase.jvm_banner"},
+    ),
+    # 2. the agent's starting tree: the published warm-up's leftovers removed, or a clean tree required
+    "starting tree: test results deleted": (
+        {
+            "warmup": "./gradlew clean test\nfind . -type d -path '*/build/test-results' -prune -exec rm -rf {} +"
+        },
+        None,
+        {"starting_tree.test_results"},
+    ),
+    "starting tree: reset and cleaned": (
+        {"warmup": "./gradlew clean test\ngit reset --hard\ngit clean -fdx"},
+        None,
+        {"starting_tree.tracked_changes", "starting_tree.untracked_files", "starting_tree.test_results"},
+    ),
+    "starting tree: a clean tree required": (
+        {"dockerfile": PUB_DOCKERFILE.replace("RUN chmod", "RUN bash /home/check_git_changes.sh\nRUN chmod")},
+        None,
+        {"starting_tree.clean_tree_required"},
+    ),
+    "starting tree: ours resets": (
+        {},
+        lambda d: d["repositories"]["acme/lint"]["warmup"].update(after="reset"),
+        {
+            "starting_tree.tracked_changes",
+            "starting_tree.untracked_files",
+            "starting_tree.clean_tree_required",
+        },
+    ),
+    # 3. base tool versions: another command-line tools build, or sdkmanager on another JDK
+    "base tools: the command-line tools build": (
+        {"base": _android_base("7302050")},
+        lambda d: _with_android(d, "11076708"),
+        {f"{BASE_KEY}.android_cmdline_tools"},
+    ),
+    "base tools: the JDK sdkmanager runs on": (
+        {"base": _android_base("7302050", stage="eclipse-temurin:17-jdk")},
+        _with_android,
+        {f"{BASE_KEY}.sdkmanager_jdk"},
+    ),
+    # 4. process handling: a published verifier that leaves processes alone (KEPT lists ours)
+    "processes: ours stops them": (
+        {},
+        lambda d: d["fidelity"]["intended"].pop(KEPT.index("verifier.other_processes")),
+        {"verifier.other_processes"},
+    ),
+    # 5. the collector-plus-scorer pipeline on report shapes, and the size caps
+    "reports: a collector that keeps the declarations": (
+        {
+            "collector": PUB_COLLECTOR.replace(
+                "[ $declarations = yes ] && [ \"${text:0:5}\" = '<?xml' ]", "false"
+            )
+        },
+        None,
+        {"pipeline.two_declarations", "pipeline.a_gradle_report", "pipeline.two_reports"},
+    ),
+    "reports: a scorer that reads namespaced elements": (
+        {"scorer": _scorer('if tag == "testcase":', 'if tag.rsplit("}", 1)[-1] == "testcase":')},
+        None,
+        {"pipeline.a_namespaced_testcase", "pipeline.a_namespaced_testsuite"},
+    ),
+    "reports: the collector's cap": (
+        {},
+        lambda d: d["fidelity"]["intended"].pop(KEPT.index("collector.size_cap")),
+        {"collector.size_cap"},
+    ),
+    # 6. expected-list validation: a scorer that requires every list
+    "expected lists: a missing list is invalid": (
+        {"scorer": _scorer('data.get(f"{cat}_tests", [])', 'data.get(f"{cat}_tests")')},
+        None,
+        {"scorer.expected_no_s2p_tests_key"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_FIXTURES))
+def test_each_class_fails_until_listed(ours: Callable[..., Any], tmp_path: Path, name: str) -> None:
+    published, change, found = CLASS_FIXTURES[name]
+    dataset, root = ours(change)
+    pub = published_tree(tmp_path / "pub", **published)
+    report = run_check(dataset, root, pub)
+    unexplained = {d.key for d in report.unexplained}
+    assert found <= unexplained, fidelity.render(report, 2)
+
+    def listed(data: dict[str, Any]) -> None:
+        if change:
+            change(data)
+        data["fidelity"]["intended"] += [{"key": key, "reason": "for the test"} for key in unexplained]
+
+    dataset, root = ours(listed)
+    report = run_check(dataset, root, pub)
+    assert report.unexplained == [], fidelity.render(report, 2)
+    assert {d.key for d in report.differences if d.intended == "for the test"} == unexplained
+
+
+def test_the_agent_phase_of_a_runner_that_sets_jvm_options_fails(
+    ours: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Our side of class 1: an agent phase that passed the proxy in JAVA_TOOL_OPTIONS (as kotlin-bench once
+    did) makes every JVM print a banner the published runner never causes."""
+    dataset, root = ours()
+
+    def old_way(mode: str, hosts: Any) -> dict[str, str]:
+        return {**phase_env(mode, hosts), "JAVA_TOOL_OPTIONS": "-Dhttps.proxyHost=egress-proxy"}
+
+    report = run_check(dataset, root, published_tree(tmp_path / "pub"), agent_env=old_way)
+    banner = {(d.ours, d.published) for d in report.unexplained if d.key == "agent_phase.jvm_banner"}
+    assert banner == {("Picked up JAVA_TOOL_OPTIONS: -Dhttps.proxyHost=egress-proxy", "(none)")}
 
 
 def test_our_side_changes_are_found_too(ours: Callable[..., Any], tmp_path: Path) -> None:
@@ -371,3 +558,20 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(tmp_path: Pat
     assert published.status is Status.RESOLVED, published.verifier.get("reasons")
     assert "src/test/kotlin/calc/CalculatorTest.kt" in published.flags["tests"]  # flagged for review
     assert (strict.status, strict.reason) == (Status.UNRESOLVED, "test_patch_failed")
+
+
+def test_the_tools_build_is_read_through_an_arg_default() -> None:
+    """A recipe that names the build in an ARG (as kotlin-bench's recipes once did) is read for its value."""
+    from kotlin_bench.dataset.fidelity.facts import parse_dockerfile
+
+    recipe = (
+        "FROM eclipse-temurin:17-jdk AS sdk\nARG BUILD=11076708\n"
+        'RUN curl -o t.zip "https://dl.google.com/android/repository/commandlinetools-linux-${BUILD}_latest.zip"\n'
+        "RUN sdkmanager --install platform-tools\nFROM eclipse-temurin:8-jdk\n"
+    )
+    parsed = parse_dockerfile(recipe)
+    assert (parsed.cmdline_tools, parsed.sdkmanager_jdk, parsed.base) == (
+        "11076708",
+        "eclipse-temurin:17-jdk",
+        "eclipse-temurin:8-jdk",
+    )

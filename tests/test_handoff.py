@@ -537,6 +537,37 @@ git add -A && GIT_AUTHOR_DATE="1000000000 +0000" GIT_COMMITTER_DATE="1000000000 
     assert "\r" not in done.diff.split("run.bat", 1)[1], "the diff holds the normalised blob"
 
 
+# A warm-up that left changes in the image's tree (kept, as published): the fresh verifier container has
+# them too, and the diff (from the base commit) must still give it exactly the agent's tree.
+WARMUP_LEFTOVERS = """\
+cd /home/calc && printf 'warmed\\n' >> README.md && printf 'debris\\n' > warmup-debris.txt
+mkdir -p build/test-results/test && touch build/test-results/test/TEST-warm.xml
+"""
+
+
+WARMUP_UNDONE = "git checkout -- README.md && rm warmup-debris.txt"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("thing", "fix"),
+    [
+        ("true", True),
+        (WARMUP_UNDONE, True),
+        ("printf 'more\\n' >> warmup-debris.txt && printf 'more\\n' >> README.md", True),
+        (WARMUP_UNDONE, False),  # the agent's tree is the base commit's: an empty diff
+    ],
+    ids=["kept", "undone", "changed further", "undone, nothing else"],
+)
+def test_what_the_warmup_left_in_the_image_arrives_as_the_agent_left_it(
+    site: Site, tmp_path: Path, thing: str, fix: bool
+) -> None:
+    done = hand_off(site, tmp_path, thing, fix=fix, setup=WARMUP_LEFTOVERS)
+    assert_carried(done)
+    assert ("warmup-debris.txt" in done.verifier_tree) is (thing != WARMUP_UNDONE)
+    assert (done.diff == "") is (not fix and thing == WARMUP_UNDONE)
+
+
 def _base_commit(site: Site, setup: str) -> str:
     box = site.start("setup", 1024)
     try:

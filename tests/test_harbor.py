@@ -77,6 +77,51 @@ def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:
             {"reward": None, "status": "error", "reason": "DockerError", "error": "boom"},
         ),
         ({**TRIAL, "verifier_result": None}, {"reward": None, "status": "error", "reason": "no_reward"}),
+        # Harbor 0.26: schema_version 1, reward_valid, exception_info.policy
+        (
+            {**TRIAL, "schema_version": 1, "reward_valid": True},
+            {"reward": 1.0, "status": "resolved", "reason": None},
+        ),
+        (
+            {
+                **TRIAL,
+                "schema_version": 1,
+                "reward_valid": False,
+                "exception_info": {
+                    "exception_type": "ApiError",
+                    "exception_message": "overloaded",
+                    "policy": {"should_retry": True, "should_grade": True, "has_valid_reward": False},
+                },
+            },
+            {"reward": None, "status": "error", "reason": "ApiError"},
+        ),
+        (
+            {
+                **TRIAL,
+                "schema_version": 1,
+                "verifier_result": {"rewards": {"reward": 0.0}},
+                "exception_info": {
+                    "exception_type": "ApiError",
+                    "exception_message": "overloaded",
+                    "policy": {"has_valid_reward": False},
+                },
+            },
+            {"reward": None, "status": "error", "reason": "ApiError"},
+        ),
+        (
+            {
+                **TRIAL,
+                "schema_version": 1,
+                "reward_valid": True,
+                "verifier_result": {"rewards": {"reward": 0.0}},
+                "exception_info": {
+                    "exception_type": "NonZeroAgentExitCodeError",
+                    "exception_message": "exit 1",
+                    "policy": {"should_retry": False, "should_grade": True, "has_valid_reward": True},
+                },
+            },
+            {"reward": 0.0, "status": "unresolved"},
+        ),
     ],
 )
 def test_map_trial(trial: dict, expected: dict) -> None:

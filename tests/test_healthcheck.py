@@ -157,6 +157,6 @@ def test_health_table_on_the_examples(
     assert f"| {CALC} | 1 | 0 | allowlist | {server}: answered | blocked | ok |" in printed
     github = NetworkCheck.read(workspace.root / names.network_check(CALC)).blocked
     assert github.outcome is Probe.BLOCKED and "403" in github.detail
-    oracle = RunResult.read(workspace.root / names.run_result("oracle", CALC, 1))
+    oracle = RunResult.read(workspace.root / names.verify_result("oracle", CALC, 1))
     assert oracle.status is Status.RESOLVED
     assert workspace.containers() == []  # every probe container and proxy is gone

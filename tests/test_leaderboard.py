@@ -361,7 +361,7 @@ def test_the_dag_and_the_command_write_the_same_files(
         outcomes=str(dag / "outcomes.png"),
         html=str(dag / "report.html"),
     )
-    inputs = SimpleNamespace(summary=str(summary), rates=outputs.rates, by_repository=outputs.by_repository, verdicts=outputs.verdicts, reproduce=outputs.reproduce_csv)  # fmt: skip
+    inputs = SimpleNamespace(summary=str(summary), rates=outputs.rates, by_repository=outputs.by_repository, comparisons=outputs.comparisons, verdicts=outputs.verdicts, reproduce=outputs.reproduce_csv)  # fmt: skip
     run_script("plots.py", input=inputs, output=charts, log=[str(dag / "plots.log")])
     html = (dag / "report.html").read_text()
     assert "Resolved on the leaderboard&#x27;s tasks" in html and "Newcombe" in html

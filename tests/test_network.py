@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kotlin_bench.engine import containers, network
+from kotlin_bench.engine import containers, jvmproxy, network
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
@@ -102,11 +102,17 @@ def test_names_and_environment() -> None:
     assert network.network_name("a/b c:1") == "kotlin-bench-int-a-b-c-1"
     long = network.network_name("x" * 300)
     assert len(long) < 120 and long != network.network_name("x" * 299)
-    env = network.proxy_env("-Xmx2g")
+    env = network.proxy_env()
     assert env["http_proxy"] == env["HTTPS_PROXY"] == "http://egress-proxy:3128"
     assert env["no_proxy"] == "localhost,127.0.0.1"
-    assert env["JAVA_TOOL_OPTIONS"].startswith("-Xmx2g -Dhttp.proxyHost=egress-proxy -Dhttp.proxyPort=3128")
-    assert "-Dhttps.proxyHost=egress-proxy -Dhttps.proxyPort=3128" in env["JAVA_TOOL_OPTIONS"]
+    # Nothing a JVM announces on stderr ("Picked up ..."): JVMs get the proxy from net.properties.
+    assert not {"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"} & set(env)
+    assert jvmproxy.proxy_lines("egress-proxy", 3128).splitlines()[2:] == [
+        "http.proxyHost=egress-proxy",
+        "http.proxyPort=3128",
+        "https.proxyHost=egress-proxy",
+        "https.proxyPort=3128",
+    ]
     assert re.fullmatch(r"kotlin-bench/egress-proxy:tp-[0-9a-f]{12}", network.proxy_image_tag())
     assert network.proxy_image_tag() == network.proxy_image_tag()
 
@@ -394,3 +400,182 @@ def test_proxy_leaves_by_the_default_bridge(lab: Lab, task: tuple[Any, str]) -> 
         assert gateway == endpoints[default]["Gateway"]
         container.stop(timeout=1)  # as after the watchdog killed it: teardown still succeeds
     assert leftovers(lab, key) == ([], [])
+
+
+# --- JVMs in an allowlist phase: the proxy through every JDK's net.properties, no banner -------------
+
+FAKE_JDKS = r"""
+set -e
+jdk() { mkdir -p "$1/security"; printf '%s' "$2" >"$1/net.properties"; echo x >"$1/security/java.security"; }
+jdk /opt/jdk8/jre/lib 'java.net.useSystemProxies=false
+'
+jdk /opt/jdk21/conf 'last.line=without.newline'
+jdk /etc/java-17-openjdk 'debian=1
+'
+mkdir -p /usr/lib/jvm/java-17/conf/security
+ln -s /etc/java-17-openjdk/net.properties /usr/lib/jvm/java-17/conf/net.properties
+ln -s /etc/java-17-openjdk/security/java.security /usr/lib/jvm/java-17/conf/security/java.security
+jdk /root/.gradle/jdks/temurin-11/conf 'toolchain=1
+'
+chmod 600 /root/.gradle/jdks/temurin-11/conf/net.properties
+mkdir -p /srv/app/conf && echo 'not.a.jdk=1' >/srv/app/conf/net.properties
+jdk /srv/repo/.git/objects/conf 'inside.git=1
+'
+"""
+FAKE_JDK_FILES = [
+    "/etc/java-17-openjdk/net.properties",
+    "/opt/jdk21/conf/net.properties",
+    "/opt/jdk8/jre/lib/net.properties",
+    "/root/.gradle/jdks/temurin-11/conf/net.properties",
+]
+NOT_JDKS = ["/srv/app/conf/net.properties", "/srv/repo/.git/objects/conf/net.properties"]
+STATE = 'for f; do printf \'%s %s \' "$f" "$(stat -c %a.%U.%Y "$f")"; sha256sum "$f" | cut -c1-16; done'
+
+
+def _state(container: Any, paths: list[str]) -> str:
+    result = container.exec_run(["bash", "-c", STATE, "state", *paths])
+    assert result.exit_code == 0, result.output
+    return result.output.decode()
+
+
+def test_every_jdk_is_pointed_at_the_proxy_and_restored_byte_for_byte(task: tuple[Any, str]) -> None:
+    """JDK 8 and 9+ layouts, a Debian JDK linking into /etc, a Gradle toolchain, a file without a final
+    newline; a net.properties that is no JDK's, or inside a git directory, is left alone."""
+    container, _ = task
+    assert container.exec_run(["bash", "-c", FAKE_JDKS]).exit_code == 0
+    before, others = _state(container, FAKE_JDK_FILES), _state(container, NOT_JDKS)
+    saved = jvmproxy.configure(container, "egress-proxy", 3128)
+    assert sorted(s.path for s in saved) == FAKE_JDK_FILES
+    for path in FAKE_JDK_FILES:
+        text = container.exec_run(["cat", path]).output.decode()
+        assert text.endswith(jvmproxy.proxy_lines("egress-proxy", 3128)), text
+        assert "\nhttps.proxyPort=3128\n" in text
+    # A last line without a newline keeps its value: the proxy lines start on a line of their own.
+    tail = container.exec_run(["cat", "/opt/jdk21/conf/net.properties"]).output.decode()
+    assert tail.startswith("last.line=without.newline\n# kotlin-bench"), tail
+    assert _state(container, NOT_JDKS) == others
+    jvmproxy.restore(container, saved)
+    assert _state(container, FAKE_JDK_FILES) == before  # content, mode, owner and mtime
+
+
+FETCH_JAVA = """
+import java.io.*;
+import java.net.*;
+import java.net.http.*;
+import java.nio.charset.StandardCharsets;
+
+public class Fetch {
+    static String open(String url) {
+        try {
+            HttpURLConnection c = (HttpURLConnection) new URL(url).openConnection();
+            c.setConnectTimeout(5000);
+            c.setReadTimeout(5000);
+            return String.valueOf(c.getResponseCode());
+        } catch (IOException e) {
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+    }
+
+    static String client(String url) {
+        try {
+            HttpRequest request = HttpRequest.newBuilder(URI.create(url)).build();
+            return String.valueOf(HttpClient.newHttpClient().send(request, HttpResponse.BodyHandlers.discarding()).statusCode());
+        } catch (Exception e) {
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String who = args.length > 0 ? args[0] : "parent";
+        for (String url : new String[] {"http://allowed.test:8000/", "http://blocked.test:8000/", "https://github.com/", "https://allowed.test:8443/"}) {
+            System.out.println(who + " url " + url + " " + open(url));
+        }
+        if (!who.equals("parent")) return;
+        System.out.println("client http://allowed.test:8000/ " + client("http://allowed.test:8000/"));
+        System.out.println("client http://blocked.test:8000/ " + client("http://blocked.test:8000/"));
+        String java = System.getProperty("java.home") + "/bin/java";
+        Process child = new ProcessBuilder(java, "/tmp/Fetch.java", "child").start();
+        System.out.print(new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        System.out.println("child stderr [" + new String(child.getErrorStream().readAllBytes(), StandardCharsets.UTF_8) + "]");
+        System.out.println("property " + System.getProperty("https.proxyHost"));
+    }
+}
+"""
+JAVA_VERSION = 'java -version 2>&1; echo "java_tool_options=${JAVA_TOOL_OPTIONS-unset}"'
+
+
+@pytest.fixture(scope="module")
+def example_image(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Iterator[str]:
+    """The task image of an example (OpenJDK 17 from Debian, whose conf/ links into /etc)."""
+    from kotlin_bench.core import names
+    from kotlin_bench.engine.images import read_sentinel
+    from kotlin_bench.tools.workspace import Workspace
+    from tests.conftest import REPO
+
+    ws = Workspace.create(tmp_path_factory.mktemp("network-example") / "ws", REPO)
+    prepared = ws.prepare(EXAMPLE_TASK)
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    yield read_sentinel(ws.root / names.task_sentinel(EXAMPLE_TASK)).id
+    for container in ws.containers():
+        containers.remove(container)
+
+
+EXAMPLE_TASK = "examples_calc-4"
+
+
+# On Docker only: the example's task image is Docker's (the JDK files are written the same way on Podman,
+# as the test above shows, and the allowlist's name pinning on Podman is tested with curl above).
+@pytest.mark.parametrize("engine", ["docker"], indirect=True)
+def test_jvms_of_an_example_agent_phase_print_what_they_print_bare_and_keep_to_the_allowlist(
+    lab: Lab, example_image: str, tmp_path: Path
+) -> None:
+    key = f"nettest.{uuid.uuid4().hex[:8]}.1"
+    labels = {"kotlin-bench.test": "network"}
+    container = containers.start(lab.engine, example_image, key, labels, 2, 2048, 4096)
+    try:
+        bare = container.exec_run(["bash", "-c", JAVA_VERSION]).output
+        jdks = jvmproxy.jdk_net_properties(container)
+        assert jdks, "the example image has a JDK"
+        before = _state(container, jdks)
+        containers.copy_file_in(container, _write(tmp_path / "Fetch.java", FETCH_JAVA), "/tmp")
+        with network.enter_phase(
+            lab.engine,
+            container,
+            "allowlist",
+            ["allowed.test"],
+            key,
+            egress_network=lab.egress.name,
+            connect_ports=TEST_CONNECT_PORTS,
+        ) as phase:
+            assert container.exec_run(["bash", "-c", JAVA_VERSION], environment=phase.env).output == bare
+            done = container.exec_run(["java", "/tmp/Fetch.java"], environment=phase.env, demux=True)
+            out, err = (part.decode() if part else "" for part in done.output)
+            log = phase.proxy_log()
+        assert done.exit_code == 0 and err == "", (out, err)  # nothing on stderr: no banner
+        lines = out.splitlines()
+        for who in ("parent", "child"):
+            assert f"{who} url http://allowed.test:8000/ 200" in lines, out
+            assert f"{who} url http://blocked.test:8000/ 403" in lines, out
+            github = next(x for x in lines if x.startswith(f"{who} url https://github.com/ "))
+            assert "Unable to tunnel through proxy" in github and "403" in github, github
+            tunnel = next(x for x in lines if x.startswith(f"{who} url https://allowed.test:8443/ "))
+            assert "Unable to tunnel" not in tunnel, tunnel  # admitted: the TLS handshake meets plain HTTP
+        assert (
+            "client http://allowed.test:8000/ 200" in lines
+            and "client http://blocked.test:8000/ 403" in lines
+        )
+        assert "child stderr []" in lines and "property null" in lines, out
+        assert (
+            log.count("CONNECT allowed.test:8443") >= 2 and 'refused on filtered domain "github.com"' in log
+        )
+        # The phase is over: every JDK as it was, and java prints what it printed before.
+        assert _state(container, jdks) == before
+        assert container.exec_run(["bash", "-c", JAVA_VERSION]).output == bare
+    finally:
+        containers.reap(lab.client, key)
+        network.reap_networks(lab.engine, key)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

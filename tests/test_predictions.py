@@ -100,3 +100,66 @@ def test_agents_from_config_keep_every_field() -> None:
         agent_from_config({"name": "h", "kind": "harbor"}, Path("."))
     with pytest.raises(ValueError, match="unknown kind 'robot'"):
         agent_from_config({"name": "r", "kind": "robot"}, Path("."))
+
+
+def test_a_json_array_is_named_as_such(tmp_path: Path) -> None:
+    """A SWE-bench `.json` file (one array) gives one message, not one per line."""
+    rows = [{"instance_id": t, "model_patch": ""} for t in TASKS * 6]
+    for text in (json.dumps(rows), json.dumps(rows, indent=2), "  \n" + json.dumps([])):
+        (tmp_path / "preds.json").write_text(text)
+        with pytest.raises(PredictionsError) as err:
+            load_predictions(tmp_path / "preds.json", TASKS)
+        message = str(err.value)
+        assert "a JSON array of" in message and "expected JSON Lines" in message
+        assert "\n" not in message
+
+
+def swap(word: str) -> str:
+    i = len(word) // 2
+    return word[: i - 1] + word[i] + word[i - 1] + word[i + 1 :]
+
+
+@pytest.mark.parametrize(
+    "key", ["patch", "diff", "prediction", "modelpatch", swap("model_patch"), "Model_Patch"]
+)
+def test_a_line_without_its_patch_key_names_the_unknown_key(key: str, tmp_path: Path) -> None:
+    """Instead of scoring an empty patch: the key that is not read, and the one expected."""
+    path = write_lines(
+        tmp_path / "p.jsonl", [{"instance_id": "examples_calc-4", key: "diff --git a/x b/x\n"}]
+    )
+    with pytest.raises(PredictionsError) as err:
+        load_predictions(path, TASKS)
+    message = str(err.value)
+    assert f"unknown key(s) `{key}`" in message and "model_patch" in message
+
+
+def test_the_multi_swe_bench_shape_suggests_its_own_key(tmp_path: Path) -> None:
+    line = {"org": "acme", "repo": "widgets", "number": 7, "fix_pach": "x"}
+    with pytest.raises(PredictionsError, match=r"`fix_pach` \(did you mean `fix_patch`\?\)"):
+        load_predictions(write_lines(tmp_path / "p.jsonl", [line]), TASKS)
+
+
+def test_an_unknown_id_gives_the_closest_ids(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "p.jsonl", [{"instance_id": "examples_calc-5", "model_patch": "x"}])
+    with pytest.raises(
+        PredictionsError, match=r"unknown task id examples_calc-5 \(did you mean `examples_calc-4`\?\)"
+    ):
+        load_predictions(path, TASKS)
+
+
+def test_selected_tasks_without_a_prediction_are_named() -> None:
+    from kotlin_bench.dag.plan import missing_predictions
+    from kotlin_bench.runs.agents import Agent
+
+    agent = Agent("gold", "predictions", predictions="preds.jsonl")
+    found = load_predictions_of(["examples_calc-4"])
+    warning = missing_predictions(agent, found, ["examples_calc-4", "acme_widgets-7"])
+    assert warning is not None
+    assert "1 selected task(s) have no prediction in preds.jsonl" in warning and "acme_widgets-7" in warning
+    assert missing_predictions(agent, found, ["examples_calc-4"]) is None
+
+
+def load_predictions_of(ids: list[str]) -> dict:
+    from kotlin_bench.dataset.predictions import Prediction
+
+    return {i: Prediction(i, None, "x", n) for n, i in enumerate(ids, start=1)}

@@ -38,7 +38,7 @@ def test_unknown_fields_are_ignored_and_missing_ones_named(tmp_path: Path) -> No
 
 
 def test_bad_status_is_rejected(tmp_path: Path) -> None:
-    path = tmp_path / names.run_result("oracle", "calc-1", 1)
+    path = tmp_path / names.verify_result("oracle", "calc-1", 1)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(make_result("calc-1").to_dict() | {"status": "done"}))
     with pytest.raises(RecordError, match="status 'done'"):

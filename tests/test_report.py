@@ -34,7 +34,7 @@ def test_markdown_with_errors(mixed: pd.DataFrame) -> None:
     verdicts = ["oracle vs oracle: REPRODUCED: 4/4 tasks agree"]
     text = render_markdown(report_sections(mixed, rates(mixed), rates_by_repository(mixed), verdicts))
     assert "- agent (m1): 1/4 resolved (25.0%), 1 error" in text
-    rerun = "snakemake --cores all --forcerun results/runs/agent/units-1/attempt-1/result.json"
+    rerun = "kotlin-bench errors --delete && snakemake --cores all"
     assert f"1 run errored and is counted as unresolved in the rate; rerun it with `{rerun}`" in text
     assert f"```\n{rerun}\n```" in text
     assert "| agent | f2p_failed | 1 | calc-2 |" in text
@@ -50,7 +50,7 @@ def test_markdown_table_escapes() -> None:
 def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
-    run_script("summarize.py", input=Files(runs=[str(p) for p in paths]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=[str(out / "logs/summary.log")])  # fmt: skip
+    run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=[str(out / "logs/summary.log")])  # fmt: skip
     reproduce = {"references": {"oracle": "oracle"}, "tolerance": 0.05}
     outputs = aggregate_outputs(out, ["oracle"])
     run_script(

@@ -17,14 +17,16 @@ import yaml
 
 from kotlin_bench.dag.resources import ImageSizing, JobResources, RunOverride, Sizing
 from kotlin_bench.dataset.task import load_task
-from kotlin_bench.runs.budget import run_budget_sec
+from kotlin_bench.runs.budget import solve_budget_sec
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO, TASK_TOML
 
 BUILD_MIN = 15  # the examples' [environment].build_timeout_sec
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
-JOB_RE = re.compile(r"^rule (?P<rule>run|task_image|base_image):\n(?P<body>(?:    .*\n)+)", re.MULTILINE)
+JOB_RE = re.compile(
+    r"^rule (?P<rule>solve|verify|task_image|base_image):\n(?P<body>(?:    .*\n)+)", re.MULTILINE
+)
 
 
 def dry_run_jobs(ws: Workspace, *args: str) -> list[dict[str, str]]:
@@ -47,15 +49,14 @@ def dry_run_jobs(ws: Workspace, *args: str) -> list[dict[str, str]]:
     return jobs
 
 
-def expected_run(task_toml: Path, sizing: Sizing) -> dict[str, str]:
-    """The rule, computed here from the task.toml text (not through the package)."""
+def expected_step(task_toml: Path, sizing: Sizing, step: str, harbor: bool = False) -> dict[str, str]:
+    """The rule, computed here from the task.toml text (not through the package): solve is the agent phase,
+    the environment's build or start (and the verifier phase for a Harbor trial, which verifies in it),
+    verify the verifier phase; each with the harness's 10 minutes (README)."""
     data = tomllib.loads(task_toml.read_text(encoding="utf-8"))
-    # both phases, the environment's build or start, and the harness's 10 minutes (README)
-    seconds = (
-        data["agent"]["timeout_sec"]
-        + data["verifier"]["timeout_sec"]
-        + data["environment"]["build_timeout_sec"]
-    ) + 600
+    agent, verifier = data["agent"]["timeout_sec"], data["verifier"]["timeout_sec"]
+    build = data["environment"]["build_timeout_sec"]
+    seconds = (agent + build + (verifier if harbor else 0) if step == "solve" else verifier) + 600
     return {
         "threads": str(math.ceil(data["environment"]["cpus"])),
         "mem_mb": str(data["environment"]["memory_mb"] + sizing.harness_mem_mb),
@@ -75,18 +76,36 @@ def test_a_run_asks_for_its_tasks_cpus_memory_and_timeouts(make_task) -> None:
     task = load_task(make_task(toml=toml), require_materialized=False)
     assert task.verifier.timeout_sec == 630.0 and task.agent.timeout_sec == 60.0
     sizing = Sizing()
-    # ceil(2.5) cores; memory + the harness; ceil((60 + 630 + 600 + 600) / 60) = 32 minutes + the margin
-    assert sizing.for_run(task) == JobResources(3, 6000 + 512, 32 + 15, 1024)
+    # ceil(2.5) cores; memory + the harness; solve: ceil((60 + 600 + 600) / 60) = 21 minutes + the margin,
+    # a Harbor trial's solve (which verifies): ceil((60 + 630 + 600 + 600) / 60) = 32; verify:
+    # ceil((630 + 600) / 60) = 21
+    assert sizing.for_solve(task) == JobResources(3, 6000 + 512, 21 + 15, 1024)
+    assert sizing.for_solve(task, verifies_in_trial=True) == JobResources(3, 6512, 32 + 15, 1024)
+    assert sizing.for_verify(task) == JobResources(3, 6512, 21 + 15, 1024)
     assert sizing.for_task_image(task) == JobResources(3, 6512, 10 + 15, 20480)  # build_timeout_sec 600
     assert sizing.for_base_image(3600) == JobResources(2, 4096, 60 + 15, 20480)
 
 
 def test_the_schedulers_runtime_covers_a_harbor_trials_budget(make_task) -> None:
-    """Harbor is stopped after `run_budget_sec`; the job must outlive it to record what happened."""
+    """Harbor is stopped after its solve budget (the harbor kind passes `solve_budget_sec(task, True)` as
+    the trial's timeout); the job must outlive it to record what happened."""
     task = load_task(make_task(), require_materialized=False)
+    trial = solve_budget_sec(task, verifies_in_trial=True)
     for sizing in (Sizing(), Sizing(margin_min=0)):
-        assert sizing.for_run(task).runtime * 60 >= run_budget_sec(task)
-    assert run_budget_sec(task) >= task.agent.timeout_sec + task.verifier.timeout_sec + 600
+        assert sizing.for_solve(task, verifies_in_trial=True).runtime * 60 >= trial
+    assert trial >= task.agent.timeout_sec + task.verifier.timeout_sec + task.environment.build_timeout_sec
+
+
+def test_a_harbor_agents_solve_asks_for_its_trials_budget(workspace: Workspace) -> None:
+    """The DAG sizes a Harbor agent's solve step by the budget its trial gets (one rule for both)."""
+    config = workspace.config() | {"agents": [{"name": "h", "kind": "harbor", "harbor_agent": "oracle"}]}
+    (workspace.root / "harbor.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    jobs = dry_run_jobs(workspace, "--configfile", "harbor.yaml")
+    solves = [j for j in jobs if j["rule"] == "solve"]
+    assert solves
+    for job in solves:
+        toml = workspace.root / "examples/tasks" / job["task"] / "task.toml"
+        assert job["runtime"] == expected_step(toml, Sizing(), "solve", harbor=True)["runtime"], job
 
 
 def test_the_config_changes_the_margins_and_fixes_run_figures(make_task) -> None:
@@ -100,7 +119,8 @@ def test_the_config_changes_the_margins_and_fixes_run_figures(make_task) -> None
         }
     )
     assert sizing.image == ImageSizing(mem_mb=999) and sizing.run == RunOverride(mem_mb=7777, runtime=5)
-    assert sizing.for_run(task) == JobResources(threads=1, mem_mb=7777, runtime=5, disk_mb=1024)
+    assert sizing.for_solve(task) == JobResources(threads=1, mem_mb=7777, runtime=5, disk_mb=1024)
+    assert sizing.for_verify(task) == JobResources(threads=1, mem_mb=7777, runtime=5, disk_mb=1024)
     assert sizing.for_task_image(task) == JobResources(1, 512, 10 + 1, 20480)  # the override is for runs
     assert sizing.for_base_image(60) == JobResources(2, 999, 2, 20480)
 
@@ -123,14 +143,15 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 def test_the_106_task_dry_run_shows_each_runs_request_from_its_task(workspace: Workspace) -> None:
     config = yaml.safe_load((workspace.root / "config/kotlin-bench.yaml").read_text(encoding="utf-8"))
     jobs = dry_run_jobs(workspace, "--configfile", "config/kotlin-bench.yaml", "--replace-workflow-config")
-    runs = [j for j in jobs if j["rule"] == "run"]
     tasks = sorted(p.parent.name for p in (workspace.root / "tasks").glob("*/task.toml"))
     assert len(tasks) == 106
-    assert len(runs) == len(tasks) * len(config["agents"]) * config["attempts"]
     sizing = Sizing()
-    for job in runs:
-        expected = expected_run(workspace.root / "tasks" / job["task"] / "task.toml", sizing)
-        assert {k: job[k] for k in expected} == expected, job
+    for step in ("solve", "verify"):
+        runs = [j for j in jobs if j["rule"] == step]
+        assert len(runs) == len(tasks) * len(config["agents"]) * config["attempts"]
+        for job in runs:
+            expected = expected_step(workspace.root / "tasks" / job["task"] / "task.toml", sizing, step)
+            assert {k: job[k] for k in expected} == expected, job
     images = [j for j in jobs if j["rule"] == "task_image"]
     assert len(images) == 106 and all(j["mem_mb"] == str(10240 + 512) for j in images)
     bases = [j for j in jobs if j["rule"] == "base_image"]
@@ -141,17 +162,17 @@ def test_editing_a_task_changes_its_request_and_the_config_overrides_it(workspac
     workspace.edit_task("examples_calc-4", "environment", "cpus", "3")
     workspace.edit_task("examples_calc-4", "environment", "memory_mb", "3000")
     workspace.edit_task("examples_calc-4", "agent", "timeout_sec", "1200.0")
-    runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "run" and j["agent"] == "oracle"}
+    runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "solve" and j["agent"] == "oracle"}
     assert (runs["examples_calc-4"]["threads"], runs["examples_calc-4"]["mem_mb"]) == ("3", "3512")
-    assert runs["examples_calc-4"]["runtime"] == str(20 + 5 + BUILD_MIN + 10 + 15)
+    assert runs["examples_calc-4"]["runtime"] == str(20 + BUILD_MIN + 10 + 15)
     assert (runs["examples_slug-8"]["threads"], runs["examples_slug-8"]["mem_mb"]) == ("1", "2560")
 
     config = workspace.config()
     config["resources"] = {"margin_min": 0, "run": {"threads": 2}}
     (workspace.root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "run" and j["agent"] == "oracle"}
+    runs = {j["task"]: j for j in dry_run_jobs(workspace) if j["rule"] == "solve" and j["agent"] == "oracle"}
     assert {j["threads"] for j in runs.values()} == {"2"}
-    assert runs["examples_calc-4"]["runtime"] == str(20 + 5 + BUILD_MIN + 10)
+    assert runs["examples_calc-4"]["runtime"] == str(20 + BUILD_MIN + 10)
 
     config["resources"] = {"run": {"threads": 0}}
     (workspace.root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")

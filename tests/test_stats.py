@@ -103,3 +103,25 @@ def test_bootstrap_interval() -> None:
     assert bootstrap_interval(resolved, runs, seed=1) != (low, high)
     assert bootstrap_interval([2, 2], [2, 2]) == (1.0, 1.0)
     assert all(math.isnan(v) for v in bootstrap_interval([], []))
+
+
+def test_the_rate_interval_is_wilson_and_does_not_collapse(mixed: pd.DataFrame) -> None:
+    """4/4 and 0/4 give Wilson's 51.0% - 100% and 0% - 49.0%, where the bootstrap says 100% - 100%."""
+    table = rates(mixed).set_index("agent")
+    oracle = table.loc["oracle"]
+    assert (oracle["wilson_low"], oracle["wilson_high"]) == (pytest.approx(0.5101, abs=1e-4), 1.0)
+    agent = table.loc["agent"]  # 1 of 4 resolved
+    assert (agent["wilson_low"], agent["wilson_high"]) == (
+        pytest.approx(0.0456, abs=1e-4),
+        pytest.approx(0.6994, abs=1e-4),
+    )
+
+
+def test_tokens_cost_and_agent_time_per_agent(mixed: pd.DataFrame) -> None:
+    table = rates(mixed).set_index("agent")
+    agent = table.loc["agent"]
+    assert (agent["input_tokens_total"], agent["output_tokens_total"]) == (1200, 300)
+    assert agent["cost_usd_total"] == pytest.approx(0.042)
+    assert agent["agent_sec_total"] == pytest.approx(4.5)  # three runs of 1.5 s; the errored run has none
+    assert agent["agent_sec_mean"] == pytest.approx(1.5)
+    assert math.isnan(table.loc["oracle", "cost_usd_total"])

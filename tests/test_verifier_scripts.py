@@ -288,7 +288,7 @@ def _report_file(
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        f'{declaration}<testsuite name="{classname}"><testcase classname="{classname}" name="t"/></testsuite>'
+        f'{declaration}<testsuite name="{classname}"><testcase classname="{classname}" name="t"/></testsuite>\n'
     )
 
 
@@ -302,9 +302,7 @@ def test_collector_merges_any_depth(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     _report_file(repo / "core" / "build" / "test-results" / "test" / "TEST-x.xml", "x")
     _report_file(
-        repo / "build" / "test-results" / "jvmTest" / "TEST-y.xml",
-        "y",
-        declaration="\ufeff<?xml version='1.0'?>",
+        repo / "build" / "test-results" / "jvmTest" / "TEST-y.xml", "y", declaration="<?xml version='1.0'?>\n"
     )
     _report_file(
         repo / "a" / "b" / "c" / "build" / "test-results" / "testDebugUnitTest" / "TEST-z.xml", "z", ""
@@ -315,6 +313,51 @@ def test_collector_merges_any_depth(tmp_path: Path) -> None:
     proc = collect(repo, out)
     assert _classnames(out) == ["x", "y", "z"]
     assert "3 report file(s) collected" in proc.stdout
+
+
+COLLECTED_AS_PUBLISHED = [
+    # (report bytes, what the merge holds of it): each line copied as bash's `while IFS= read -r line` does
+    (b'<?xml version="1.0"?>\n<a/>\n', b"<a/>\n"),
+    (b"<?xml v?>\n<?xml w?>\n<a/>\n<?xml x?>\n", b"<a/>\n<?xml x?>\n"),  # leading declarations only
+    (b"<?xml v?><a/>\n<b/>\n", b"<b/>\n"),  # the whole line goes
+    (b"<a/>\n<b/>", b"<a/>\n"),  # a last line without a newline is lost
+    (b"<a/>", b""),
+    (b"<a>x\0y</a>\n\0<?xml v?>\n", b"<a>xy</a>\n<?xml v?>\n"),  # NUL bytes dropped
+    (b"\0<?xml v?>\n<a/>\n", b"<a/>\n"),
+    (b"\xef\xbb\xbf<?xml v?>\n<a/>\n", b"\xef\xbb\xbf<?xml v?>\n<a/>\n"),  # a BOM line is no declaration
+    (b"\n<?xml v?>\n<a/>\n", b"\n<?xml v?>\n<a/>\n"),
+    (b" <?xml v?>\r\n<a/>\r\n", b" <?xml v?>\r\n<a/>\r\n"),
+    (b"<?xml v?>\r\n<a>\xff</a>\r\n", b"<a>\xff</a>\r\n"),
+    (b"<?x\n<a/>\n", b"<?x\n<a/>\n"),
+]
+
+
+@pytest.mark.parametrize(("report", "copied"), COLLECTED_AS_PUBLISHED)
+def test_collector_copies_lines_as_the_published_collector(
+    tmp_path: Path, report: bytes, copied: bytes
+) -> None:
+    repo = tmp_path / "repo"
+    path = repo / "m/build/test-results/test/TEST-a.xml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(report)
+    out = tmp_path / "junit.xml"
+    collect(repo, out)
+    assert (
+        out.read_bytes()
+        == b'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + copied + b"</testsuites>\n"
+    )
+
+
+def test_collector_streams_long_lines(tmp_path: Path) -> None:
+    """Lines longer than the collector's read chunk (1 MiB), across its boundaries, NULs dropped."""
+    repo = tmp_path / "repo"
+    path = repo / "m/build/test-results/test/TEST-a.xml"
+    path.parent.mkdir(parents=True)
+    long = b"x" * ((1 << 20) + 3)
+    path.write_bytes(b"\0" * ((1 << 20) - 2) + b"<?xml v?>\n" + long + b"\n" + long)
+    out = tmp_path / "junit.xml"
+    collect(repo, out)
+    assert out.read_bytes().split(b"\n")[2:-2] == [long]
 
 
 def test_collector_skips_reports_older_than_marker(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
-# Jobs downstream of any changed run: the summary, its aggregates and plots, and the default target.
-REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "all": 1}
+# Jobs downstream of any changed run: the summary, its aggregates, plots and site, and the default target.
+REPORT_JOBS = {"summary": 1, "aggregate": 1, "plots": 1, "site": 1, "all": 1}
 
 
 def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
@@ -81,7 +81,7 @@ def test_deleting_one_result_reruns_only_that_run(workspace: Path, first_run: pd
     task = example_tasks(workspace)[0]
     result = workspace / "results/runs/nop" / task / "attempt-1/result.json"
     result.unlink()
-    assert planned_jobs(workspace) == REPORT_JOBS | {"run": 1}
+    assert planned_jobs(workspace) == REPORT_JOBS | {"verify": 1}
     out = snakemake(workspace)
     assert out.returncode == 0, out.stderr[-3000:]
     assert result.is_file()
@@ -94,7 +94,7 @@ def test_editing_one_dockerfile_rebuilds_that_image_and_its_runs(
     task = example_tasks(workspace)[-1]
     dockerfile = workspace / "examples/tasks" / task / "environment/Dockerfile"
     dockerfile.write_text(dockerfile.read_text(encoding="utf-8") + "# edited by the test\n", encoding="utf-8")
-    assert planned_jobs(workspace) == REPORT_JOBS | {"task_image": 1, "run": 2}
+    assert planned_jobs(workspace) == REPORT_JOBS | {"task_image": 1, "solve": 2, "verify": 2}
     out = snakemake(workspace)
     assert out.returncode == 0, out.stderr[-3000:]
     summary = pd.read_csv(workspace / "results/summary.csv")

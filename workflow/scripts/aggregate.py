@@ -1,5 +1,5 @@
-"""Snakemake script of rule aggregate: rates, per-repository rates, reproduction verdicts (computed here,
-once), and summary.md (printed)."""
+"""Snakemake script of rule aggregate: rates, per-repository rates, paired comparisons of the agents and
+reproduction verdicts (computed here, once), and summary.md (printed)."""
 
 import sys
 from pathlib import Path
@@ -7,6 +7,7 @@ from pathlib import Path
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.render import render_markdown
 from kotlin_bench.dag.smk import logged, workflow_root
+from kotlin_bench.results.compare import all_pairs, write_comparisons
 from kotlin_bench.results.report import report_sections
 from kotlin_bench.results.reproduce.agent import reproduce_agent
 from kotlin_bench.results.reproduce.plan import ReproducePlan
@@ -20,6 +21,8 @@ with logged(sm.log[0]):
     overall, by_repository = rates(summary), rates_by_repository(summary)
     write_table(overall, Path(sm.output.rates))
     write_table(by_repository, Path(sm.output.by_repository))
+    comparisons = all_pairs(summary)
+    write_comparisons(comparisons, Path(sm.output.comparisons))
     plan = ReproducePlan.from_params(sm.params.reproduce, workflow_root(sm))
     verdicts = []
     outputs = zip(plan.references.items(), sm.output.reproduce_md, sm.output.reproduce_csv, strict=True)
@@ -31,7 +34,7 @@ with logged(sm.log[0]):
         )
     write_verdicts(verdicts, Path(sm.output.verdicts))
     lines = [f"{v.line} (see {md})" for v, md in zip(verdicts, sm.output.reproduce_md, strict=True)]
-    text = render_markdown(report_sections(summary, overall, by_repository, lines))
+    text = render_markdown(report_sections(summary, overall, by_repository, lines, comparisons))
     write_atomic(Path(sm.output.markdown), text)
     print(text)
 sys.__stdout__.write(f"\n{text}\n")

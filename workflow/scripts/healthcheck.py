@@ -12,7 +12,8 @@ sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     runs = [RunResult.read(Path(p)) for p in sm.input.runs]
     checks = [NetworkCheck.read(Path(p)) for p in sm.input.checks]
-    text = write_healthcheck(runs, checks, Path(sm.output.csv), Path(sm.output.markdown))
+    repeats = [RunResult.read(Path(p)) for p in sm.input.repeats]
+    text = write_healthcheck(runs, checks, Path(sm.output.csv), Path(sm.output.markdown), repeats)
     print(text)
 sys.__stdout__.write(f"\n{text}\n")
 sys.__stdout__.flush()

@@ -13,7 +13,7 @@ with logged(sm.log[0]):
     conf["upstream"].pop("mirror_sources", None)
     source = source_from_config(conf, conf.get("source", "published"))
     [result] = materialize(
-        load_dataset(Path(sm.params.spec)), Path(sm.output[0]).parents[1], source, only=[sm.wildcards.task]
+        load_dataset(Path(sm.params.spec)), Path(sm.output.stamp).parents[1], source, only=[sm.wildcards.task]
     )
     for line in result.notes:
         print(f"note: {line}")

@@ -5,6 +5,7 @@ from pathlib import Path
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.render import render_html
 from kotlin_bench.dag.smk import logged
+from kotlin_bench.results.compare import read_comparisons
 from kotlin_bench.results.plots import outcome_chart, rate_chart, repository_chart
 from kotlin_bench.results.report import report_sections
 from kotlin_bench.results.reproduce.agent import sections_of
@@ -25,7 +26,16 @@ with logged(sm.log[0]):
         for section in sections_of(verdict):
             section.title = f"Reproduction {verdict.agent} vs {verdict.reference}: {section.title}"
             reproduction.append(section)
-    sections = report_sections(summary, overall, by_repository, [v.line for v in verdicts]) + reproduction
+    sections = (
+        report_sections(
+            summary,
+            overall,
+            by_repository,
+            [v.line for v in verdicts],
+            read_comparisons(Path(sm.input.comparisons)),
+        )
+        + reproduction
+    )
     images = [
         ("Resolve rate per agent", Path(sm.output.rates)),
         ("Resolve rate per repository", Path(sm.output.by_repository)),

@@ -6,7 +6,6 @@ phase's record instead, so that the task's verdict names it and the summary of t
 
 from pathlib import Path
 
-from kotlin_bench.core import names
 from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image_id
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.validation import phase as validation_phase
@@ -16,7 +15,7 @@ sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     label, task_id = sm.wildcards.phase, sm.wildcards.task
     out_dir = Path(sm.output[0]).parent
-    tries = Tries.of_job(sm, names.validation_tries(task_id, label))
+    tries = Tries.of_job(sm)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
         image = task_image_id(sm.config, Path(sm.input[0]))

@@ -1,9 +1,10 @@
-"""Files written whole or not at all: a reader never sees a partial result, report or sentinel, and a
-full disk leaves no partial file behind."""
+"""Files written whole or not at all (a reader never sees a partial result, report or sentinel, and a
+full disk leaves no partial file behind), and their digests."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,3 +30,12 @@ def write_atomic(path: Path, data: bytes | str, mode: int | None = None) -> None
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         if mode is not None:
             tmp.chmod(mode)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, read in chunks."""
+    sha = hashlib.sha256()
+    with Path(path).open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            sha.update(chunk)
+    return sha.hexdigest()

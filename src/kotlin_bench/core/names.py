@@ -50,6 +50,9 @@ SUMMARY_CSV = f"{RESULTS}/summary.csv"
 SUMMARY_MD = f"{RESULTS}/summary.md"
 RATES_CSV = f"{RESULTS}/rates.csv"
 RATES_BY_REPOSITORY_CSV = f"{RESULTS}/rates_by_repository.csv"
+COMPARISONS_CSV = (
+    f"{RESULTS}/comparisons.csv"  # paired comparisons of the agents (kotlin_bench.results.compare)
+)
 REPORT_HTML = f"{RESULTS}/report.html"
 PLOT_RATES = f"{RESULTS}/plots/rates.png"
 PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
@@ -60,6 +63,22 @@ HEALTHCHECK_DIR = f"{RESULTS}/healthcheck"
 HEALTHCHECK_CSV = f"{HEALTHCHECK_DIR}/summary.csv"
 HEALTHCHECK_MD = f"{HEALTHCHECK_DIR}/summary.md"
 LOGS = f"{RESULTS}/logs"
+# The results site (kotlin_bench.results.site): static pages that open from disk.
+SITE = f"{RESULTS}/site"
+SITE_INDEX = f"{SITE}/index.html"
+SITE_PAGES = ".pages.json"  # under SITE: each page's input key, so a rebuild writes only what changed
+
+
+def site_run_page(agent: str, task_id: str, attempt: int | str, site: str = SITE) -> str:
+    return f"{site}/runs/{agent}/{task_id}/attempt-{attempt}.html"
+
+
+def site_task_page(task_id: str, site: str = SITE) -> str:
+    return f"{site}/tasks/{task_id}.html"
+
+
+def site_pair_page(agent_a: str, agent_b: str, site: str = SITE) -> str:
+    return f"{site}/compare/{agent_a}--{agent_b}.html"
 
 
 def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
@@ -83,10 +102,6 @@ def run_dir(agent: str, task_id: str, attempt: int | str) -> str:
     return f"{runs_root()}/{agent}/{task_id}/attempt-{attempt}"
 
 
-def run_result(agent: str, task_id: str, attempt: int | str) -> str:
-    return f"{run_dir(agent, task_id, attempt)}/{RESULT_FILE}"
-
-
 def work_dir(agent: str, task_id: str, attempt: int | str) -> str:
     """The solve step's directory: the work record and everything the agent phase left."""
     return f"{run_dir(agent, task_id, attempt)}/{WORK_DIR}"
@@ -96,8 +111,37 @@ def work_record(agent: str, task_id: str, attempt: int | str) -> str:
     return f"{work_dir(agent, task_id, attempt)}/{WORK_FILE}"
 
 
+def verify_dir(agent: str, task_id: str, attempt: int | str, repeat: int | str = 1) -> str:
+    """Where one verification of a run goes: the run directory (repeat 1, the verdict), or
+    `repeats/<r>/` in it (the repeated verifications, `verify: {repeats: N}`)."""
+    base = run_dir(agent, task_id, attempt)
+    return base if str(repeat) == "1" else f"{base}/{REPEATS_DIR}/{repeat}"
+
+
+def verify_result(agent: str, task_id: str, attempt: int | str, repeat: int | str = 1) -> str:
+    return f"{verify_dir(agent, task_id, attempt, repeat)}/{RESULT_FILE}"
+
+
+# A regrade verifies every run's work again into a staging tree beside the results, compares, and
+# (`kotlin-bench regrade --apply`) moves the new results into place, keeping each changed run's previous one.
+REGRADE_DIR = f"{RESULTS}/regrade"
+REGRADE_CSV = f"{REGRADE_DIR}/changes.csv"
+REGRADE_MD = f"{REGRADE_DIR}/changes.md"
+
+
+def regrade_dir(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{REGRADE_DIR}/runs/{agent}/{task_id}/attempt-{attempt}"
+
+
+def regrade_result(agent: str, task_id: str, attempt: int | str) -> str:
+    return f"{regrade_dir(agent, task_id, attempt)}/{RESULT_FILE}"
+
+
 RESULT_FILE = "result.json"
-RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root()
+RESULT_GLOB = f"*/*/attempt-*/{RESULT_FILE}"  # under runs_root(): the verdicts (repeat 1)
+REPEAT_GLOB = "*/*/attempt-*/repeats/*/result.json"  # under runs_root(): the repeated verifications
+REPEATS_DIR = "repeats"  # repeated verifications of a run: <run dir>/repeats/<r>/result.json
+PREVIOUS_DIR = "previous"  # results a regrade replaced: <run dir>/previous/<n>/result.json
 WORK_DIR = "work"
 WORK_FILE = "work.json"
 # Files of a run's work directory (besides work.json).
@@ -153,11 +197,6 @@ def validation_log(task_id: str, label: str) -> str:
     return log("validation", task_id, label)
 
 
-def validation_tries(task_id: str, label: str) -> str:
-    """Each failed try of a validation phase, one line each (Snakemake clears a job's log before a retry)."""
-    return f"{validation_log(task_id, label)}.tries"
-
-
 def mirror_dir(owner: str, repo: str) -> str:
     return f"{RESULTS}/upstream/{owner}/{repo}"
 
@@ -176,13 +215,19 @@ def log(*parts: str) -> str:
     return "/".join((LOGS, *parts)) + ".log"
 
 
-def run_log(agent: str, task_id: str, attempt: int | str) -> str:
-    return log("runs", agent, task_id, f"attempt-{attempt}")
+def solve_log(agent: str, task_id: str, attempt: int | str) -> str:
+    return log("solve", agent, task_id, f"attempt-{attempt}")
 
 
-def tries_log(agent: str, task_id: str, attempt: int | str) -> str:
-    """Each failed try of a run, one line each (Snakemake clears a job's log before a retry)."""
-    return f"{run_log(agent, task_id, attempt)}.tries"
+def verify_log(agent: str, task_id: str, attempt: int | str, repeat: int | str = 1) -> str:
+    last = f"attempt-{attempt}" if str(repeat) == "1" else f"attempt-{attempt}-repeat-{repeat}"
+    return log("verify", agent, task_id, last)
+
+
+def tries_log(step_log: str) -> str:
+    """Each failed try of a job, one line each, beside its log (Snakemake clears a job's log before a
+    retry): `<log>.tries`."""
+    return f"{step_log}.tries"
 
 
 # --------------------------------------------------------------------------- committed files of a checkout
@@ -198,6 +243,7 @@ MISSING_EXPECTED_MARKER = "tests/.expected_tests_missing"
 EXPECTED_TESTS = "tests/expected_tests.json"
 INSTRUCTION = "instruction.md"
 FIX_PATCH = "solution/fix.patch"
+SOLVE_SCRIPT = "solution/solve.sh"
 TEST_PATCH = "tests/test.patch"
 WARMUP_PATCH = "environment/warmup.patch"  # for tasks whose warm-up applies a patch
 # Written by materialization, represented in the DAG by the task's stamp (never listed as inputs).
@@ -206,9 +252,19 @@ MATERIALIZED = frozenset(
 )
 
 
+# Written by every materialization (the DAG lists them as its outputs, so that the steps that read one
+# depend on it exactly; a task without expected lists gets the marker and a placeholder that scores 0).
+MATERIALIZED_OUTPUTS = (INSTRUCTION, FIX_PATCH, TEST_PATCH, EXPECTED_TESTS)
+
+
 def stamp(tasks_dir: str, task_id: str) -> str:
     """The materialization stamp: the DAG node that stands for a task's upstream-authored files."""
     return f"{tasks_dir}/{task_id}/{STAMP}"
+
+
+def task_file(tasks_dir: str, task_id: str, rel: str) -> str:
+    """A file of a task directory, relative to the workflow directory."""
+    return f"{tasks_dir}/{task_id}/{rel}"
 
 
 # --------------------------------------------------------------------------- inside task containers
@@ -251,6 +307,12 @@ def workdir_tag(workdir: Path | None = None) -> str:
 def run_key(agent: str, task_id: str, attempt: int | str, workdir: Path | None = None) -> str:
     """The key of a run's containers and networks (label `kotlin-bench.run`)."""
     return f"{agent}.{task_id}.{attempt}.{workdir_tag(workdir)}"
+
+
+def verify_key(agent: str, task_id: str, attempt: int | str, repeat: int | str = 1) -> str:
+    """The key of one verification's container (each repeat, and a regrade's, has its own: they may run
+    at once)."""
+    return run_key(agent, task_id, f"{attempt}v{repeat}")
 
 
 def validation_key(task_id: str, label: str) -> str:

@@ -72,6 +72,12 @@ class RunResult:
     flags: dict[str, list[str]] = field(default_factory=dict)
     trial_result: str | None = None
     capture: dict[str, Any] = field(default_factory=dict)
+    failed_step: str | None = None  # of an error: `solve` (the agent's work) or `verify` (the verdict)
+    repeat: int = 1  # which verification of the run's work (`verify: {repeats: N}`)
+    work_sha256: str | None = None  # the work record the verdict was made on
+    # A kind whose trial verifies in the agent's container (Harbor): the verdict above is the trial's
+    # (the published protocol); ours, on the captured work in a fresh container, is kept here.
+    fresh_verdict: dict[str, Any] | None = None
     engine: dict[str, Any] = field(default_factory=dict)  # the verifier's engine, and what it did not limit
 
     def score(self, reward: float, reason: str | None = None, detail: str | None = None) -> None:
@@ -148,6 +154,13 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the work record
 
 
+class PatchKind(StrEnum):
+    """What the work's patch file holds, and so how the verifier applies it."""
+
+    CAPTURED = "captured"  # a diff taken from the agent's container by the hand-off: applied as is
+    PREDICTED = "predicted"  # a patch from a predictions file: applied as given, then normalised
+
+
 class WorkStatus(StrEnum):
     DONE = "done"  # the agent phase ran and its work was taken (or it says why there is none)
     ERROR = "error"  # the harness or the engine failed on every try: there is no work to verify
@@ -187,14 +200,18 @@ class WorkRecord:
     capture: dict[str, Any] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)
     flags: dict[str, list[str]] = field(default_factory=dict)
-    diff: str | None = None  # the captured diff's file name (beside work.json); None: nothing captured
+    diff: str | None = None  # the patch's file name (beside work.json); None: nothing to verify
     diff_sha256: str | None = None
+    patch: PatchKind = PatchKind.CAPTURED
     trial_result: str | None = None  # a Harbor trial's result.json, relative to the work directory
     harbor: dict[str, Any] | None = None
+    # sha256 of each materialized task file the agent phase read (instruction.md; the oracle's
+    # fix.patch): materialization never redoes work by itself, so what changed since is named instead
+    inputs: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["status"] = str(self.status)
+        data["status"], data["patch"] = str(self.status), str(self.patch)
         return data
 
     def write(self, path: Path) -> None:
@@ -215,7 +232,31 @@ class WorkRecord:
         values = {k: v for k, v in data.items() if k in known}
         values.setdefault("repository", "")
         values.setdefault("model", None)
-        return cls(**(values | {"status": status}))
+        try:
+            patch = PatchKind(values.pop("patch", PatchKind.CAPTURED))
+        except ValueError:
+            raise RecordError(f"{path}: patch {data.get('patch')!r} is not captured or predicted") from None
+        return cls(**(values | {"status": status, "patch": patch}))
+
+
+# --------------------------------------------------------------------------- results of 0.2
+
+# A 0.2 run directory (one step did both solving and scoring) holds the agent's files beside result.json.
+LEGACY_FILES = (names.AGENT_DIFF, names.AGENT_LOG, names.CAPTURE_LOG, names.PROXY_LOG, names.HARBOR_DIR)
+
+
+def is_legacy(run_dir: Path) -> bool:
+    """A 0.2 run directory: a result, the agent's files beside it, and no work record."""
+    return (
+        (run_dir / names.RESULT_FILE).is_file()
+        and not (run_dir / names.WORK_DIR / names.WORK_FILE).exists()
+        and any((run_dir / name).exists() for name in LEGACY_FILES)
+    )
+
+
+def legacy_runs(result_paths: Iterable[str | Path]) -> list[Path]:
+    """The run directories among those of `result_paths` that still have the 0.2 layout."""
+    return [Path(p).parent for p in result_paths if is_legacy(Path(p).parent)]
 
 
 def read_status(path: Path) -> Status | None:
@@ -227,9 +268,10 @@ def read_status(path: Path) -> Status | None:
 
 
 def errored_results(results: Path) -> list[tuple[Path, RunResult]]:
-    """The run records under `<results>/runs` whose status is error."""
+    """The run records (verdicts and repeated verifications) under `<results>/runs` whose status is error."""
     found = []
-    for path in sorted((Path(results) / "runs").glob(names.RESULT_GLOB)):
+    runs = Path(results) / "runs"
+    for path in sorted([*runs.glob(names.RESULT_GLOB), *runs.glob(names.REPEAT_GLOB)]):
         try:
             result = RunResult.read(path)
         except RecordError:
@@ -237,6 +279,15 @@ def errored_results(results: Path) -> list[tuple[Path, RunResult]]:
         if result.status is Status.ERROR:
             found.append((path, result))
     return found
+
+
+def failed_step_outputs(path: Path, result: RunResult) -> list[Path]:
+    """What to delete so that exactly the failed step of an errored run is redone: the verification's
+    result.json for step `verify` (the agent's work is kept), the work record too for step `solve`."""
+    if result.failed_step == "solve":
+        run_dir = path.parent if result.repeat == 1 else path.parents[2]
+        return [run_dir / names.WORK_DIR / names.WORK_FILE, path]
+    return [path]
 
 
 # --------------------------------------------------------------------------- digests

@@ -7,12 +7,19 @@ Keeping this in Python keeps the rules thin and makes the DAG's shape testable w
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from snakemake.io import ancient
+
 from kotlin_bench.core import names
+from kotlin_bench.core.record import legacy_runs
+from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dag.resources import JobResources, Sizing
 from kotlin_bench.dataset import leaderboard
 from kotlin_bench.dataset.materialize import MirrorSources
@@ -26,10 +33,24 @@ from kotlin_bench.engine.images import (
     recipe_inputs,
     recipe_parent,
 )
-from kotlin_bench.runs.agents import Agent, agent_from_config
+from kotlin_bench.runs.agents import Agent, agent_from_config, kind_of
 from kotlin_bench.validation.records import phase_labels
 
 HEALTHCHECK_AGENTS = ("oracle", "nop")  # the health check's agents: name = kind
+
+
+@functools.cache
+def _spec_entries(spec: Path) -> dict[str, str]:
+    """Task id -> sha256 of its entry in the specification (read once per process)."""
+    try:
+        tasks = json.loads(spec.read_text(encoding="utf-8")).get("tasks") or []
+    except (OSError, ValueError):
+        return {}
+    return {
+        str(entry.get("id")): hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+        for entry in tasks
+        if isinstance(entry, dict)
+    }
 
 
 @functools.cache
@@ -49,6 +70,8 @@ class Plan:
     materialize: dict[str, Any] = field(default_factory=dict)
     tasks_dir: str = "tasks"
     validation_repeats: int = 0  # extra fix runs of the three-phase validation (config validation.repeats)
+    verify_repeats: int = 1  # verifications of each run's work (config verify.repeats)
+    spec: str = names.BENCHMARK_SPEC  # the dataset specification the task directories come from
     sizing: Sizing = field(default_factory=Sizing)
     base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
 
@@ -87,6 +110,11 @@ class Plan:
         predictions = {
             a.name: load_predictions(root / a.predictions, tasks) for a in agents if a.predictions is not None
         }
+        for agent in agents:
+            if agent.name in predictions:
+                warning = missing_predictions(agent, predictions[agent.name], selected)
+                if warning:
+                    print(warning, file=sys.stderr)
         return cls(
             root,
             selected,
@@ -97,6 +125,8 @@ class Plan:
             dict(config.get("materialize") or {}),
             str(config["tasks_dir"]),
             int((config.get("validation") or {}).get("repeats", 0)),
+            int((config.get("verify") or {}).get("repeats", 1)),
+            str(config["spec"]),
             Sizing.from_config(config.get("resources")),
             config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
         )
@@ -149,10 +179,66 @@ class Plan:
         stamp = [self.stamp(task_id)] if task.warmup_patch else []
         return [names.base_sentinel(base.repo_key, base.tag), *environment, *stamp]
 
-    def run_inputs(self, task_id: str) -> list[str]:
-        """A run depends on the task image, the committed files it copies in (task.toml, solution/, tests/),
-        and the materialization stamp, which stands for the upstream-authored files. Those are left out of
-        the list so that the set of inputs is the same before and after materialization."""
+    def materialized(self, task_id: str, rel: str) -> str:
+        """A file materialization writes (an output of rule materialize), relative to the workflow."""
+        return names.task_file(self.tasks_dir, task_id, rel)
+
+    def solve_inputs(self, agent: str, task_id: str) -> list[str]:
+        """A solve step depends on the task image (first, when the agent kind needs one), the task's
+        instruction and the files the agent kind reads (the oracle's solution, a script agent's script);
+        never on tests/ or the verifier, so that editing those redoes no agent's work."""
+        configured = self.agent(agent)
+        kind = kind_of(configured)
+        task_dir = Path(self.task_dir(task_id))
+        image = [names.task_sentinel(task_id)] if kind.needs_image else []
+        files = [self._solve_input(task_dir, p) for p in kind.inputs(configured, task_dir)]
+        return [*image, ancient(self.materialized(task_id, names.INSTRUCTION)), *files]
+
+    def _solve_input(self, task_dir: Path, path: Path) -> Any:
+        """A materialized file a solve step reads is `ancient`: materialization, redone for any reason,
+        never redoes an agent's work by itself (the work record keeps the digest of what the agent saw,
+        and the summary names work made from a file that has changed since)."""
+        rel = path.relative_to(task_dir).as_posix() if path.is_relative_to(task_dir) else None
+        return ancient(str(path)) if rel in names.MATERIALIZED else str(path)
+
+    def verify_inputs(self, agent: str, task_id: str, attempt: str) -> dict[str, Any]:
+        """A verify step depends on the run's work record, the task image and everything under the task's
+        tests/ (the committed files and the materialized test patch and expected lists)."""
+        task = self.tasks[task_id]
+        committed = [
+            str(Path(p).relative_to(self.root))
+            for p in _files(task.path / "tests")
+            if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
+        ]
+        materialized = [self.materialized(task_id, f) for f in (names.TEST_PATCH, names.EXPECTED_TESTS)]
+        return {
+            "work": names.work_record(agent, task_id, attempt),
+            "image": names.task_sentinel(task_id),
+            "tests": [*committed, *materialized],
+        }
+
+    def solve_phase(self, task_id: str) -> dict[str, Any]:
+        """What the agent phase reads of task.toml (a rule parameter: editing it redoes the agent's work)."""
+        task = self.tasks[task_id]
+        return {"agent": asdict(task.agent), **_repository_facts(task)}
+
+    def verify_phase(self, task_id: str) -> dict[str, Any]:
+        """What the verifier phase reads of task.toml (a rule parameter: editing it redoes verification)."""
+        task = self.tasks[task_id]
+        scorer = {"strip_test_name_suffixes": list(task.strip_test_name_suffixes)}
+        return {"verifier": asdict(task.verifier), **_repository_facts(task), **scorer}
+
+    def solve_resources(self, agent: str, task_id: str) -> JobResources:
+        """What a solve step asks the scheduler for (kotlin_bench.dag.resources has the rule)."""
+        kind = kind_of(self.agent(agent))
+        return self.sizing.for_solve(self.tasks[task_id], kind.verifies_in_trial)
+
+    def verify_resources(self, task_id: str) -> JobResources:
+        return self.sizing.for_verify(self.tasks[task_id])
+
+    def validation_inputs(self, task_id: str) -> list[str]:
+        """A validation phase depends on the task image, the committed files it copies in (task.toml,
+        solution/, tests/), and the materialization stamp, which stands for the upstream-authored files."""
         task = self.tasks[task_id]
         rel = task.path.relative_to(self.root)
         files = [str(rel / "task.toml")]
@@ -164,9 +250,9 @@ class Plan:
             ]
         return [names.task_sentinel(task_id), self.stamp(task_id), *files]
 
-    def run_resources(self, task_id: str) -> JobResources:
-        """What a run of the task asks the scheduler for (kotlin_bench.dag.resources has the rule)."""
-        return self.sizing.for_run(self.tasks[task_id])
+    def validation_resources(self, task_id: str) -> JobResources:
+        """A validation phase runs one test command, like a verify step."""
+        return self.sizing.for_verify(self.tasks[task_id])
 
     def task_image_resources(self, task_id: str) -> JobResources:
         return self.sizing.for_task_image(self.tasks[task_id])
@@ -195,21 +281,29 @@ class Plan:
         return [builder, *(str(Path(p).relative_to(self.root)) for p in _files(source))]
 
     def materialize_inputs(self, task_id: str) -> list[str]:
+        """Materialization reads the task's entry of the specification (a rule parameter,
+        `spec_entry_digest`) and, when the DAG builds one, its upstream mirror; not task.toml, so that
+        editing a phase of it redoes only that phase's step."""
         task = self.tasks[task_id]
-        inputs = [str(task.path.relative_to(self.root) / "task.toml")]
         if self.materialize.get("source") == "upstream" and self.mirror_sources():
-            inputs.append(names.mirror_dir(task.source.owner, task.source.name))
-        return inputs
+            return [names.mirror_dir(task.source.owner, task.source.name)]
+        return []
 
-    def mirrors(self) -> dict[str, str]:
-        """Upstream mirrors for materialization: configured ones, plus those the DAG builds."""
-        upstream = self.materialize.get("upstream") or {}
-        found = dict(upstream.get("mirrors") or {})
+    def spec_entry_digest(self, task_id: str) -> str:
+        """sha256 of the task's entry in the specification (a rule parameter of its materialization)."""
+        return _spec_entries(self.root / self.spec).get(task_id, "")
+
+    def mirrors(self, task_id: str) -> dict[str, str]:
+        """The upstream mirror a task's materialization reads: the configured one of its repository, or
+        the one the DAG builds (a rule parameter: it depends on the task alone, not on the selection)."""
+        task = self.tasks[task_id]
+        name = task.repository
+        configured = dict((self.materialize.get("upstream") or {}).get("mirrors") or {})
+        if name in configured:
+            return {name: configured[name]}
         if self.mirror_sources():
-            for task in self.tasks.values():
-                name = f"{task.source.owner}/{task.source.name}"
-                found.setdefault(name, names.mirror_dir(task.source.owner, task.source.name))
-        return found
+            return {name: names.mirror_dir(task.source.owner, task.source.name)}
+        return {}
 
     def validation_phases(self, task_id: str) -> list[str]:
         """The phase records of a task's validation: run, test, fix and the fix repetitions."""
@@ -220,11 +314,45 @@ class Plan:
         return [names.validation_verdict(task_id) for task_id in self.tasks]
 
     def results(self) -> list[str]:
+        """Every run's verdict (repeat 1), the summary's rows."""
         return [
-            names.run_result(agent, task_id, attempt)
+            names.verify_result(agent, task_id, attempt)
             for agent in self.agents
             for task_id in self.tasks
             for attempt in range(1, self.attempts + 1)
+        ]
+
+    def refuse_legacy_results(self) -> None:
+        """Stop before planning anything when results of kotlin-bench 0.2 are here: the DAG would take
+        their runs for unsolved and redo the agents' work (`kotlin-bench migrate` moves them, once)."""
+        legacy = legacy_runs(self.results())
+        if legacy:
+            shown = ", ".join(str(p) for p in legacy[:3]) + (
+                f" and {len(legacy) - 3} more" if len(legacy) > 3 else ""
+            )
+            raise LegacyResultsError(
+                f"{len(legacy)} run(s) were written by kotlin-bench 0.2, where one step solved and scored "
+                f"({shown}); run `kotlin-bench migrate` once: it keeps every agent's work and solves nothing, "
+                "and the next snakemake verifies those runs again"
+            )
+
+    def regrade_results(self) -> list[str]:
+        """Every run's verdict again, staged for a regrade (in the order of `results`)."""
+        return [
+            names.regrade_result(agent, task_id, attempt)
+            for agent in self.agents
+            for task_id in self.tasks
+            for attempt in range(1, self.attempts + 1)
+        ]
+
+    def repeated_results(self) -> list[str]:
+        """The repeated verifications (2 ... `verify.repeats`) of every run."""
+        return [
+            names.verify_result(agent, task_id, attempt, repeat)
+            for agent in self.agents
+            for task_id in self.tasks
+            for attempt in range(1, self.attempts + 1)
+            for repeat in range(2, self.verify_repeats + 1)
         ]
 
     def healthcheck_results(self) -> list[str]:
@@ -237,7 +365,18 @@ class Plan:
                     f"config agents: {name!r} is of kind {agent.kind!r}; the health check runs the {name} "
                     f"agent under that name (rename yours)"
                 )
-        return [names.run_result(agent, task_id, 1) for agent in HEALTHCHECK_AGENTS for task_id in self.tasks]
+        return [
+            names.verify_result(agent, task_id, 1) for agent in HEALTHCHECK_AGENTS for task_id in self.tasks
+        ]
+
+    def healthcheck_repeats(self) -> list[str]:
+        """The repeated verifications of the health check's oracle runs (`verify.repeats`): a verdict that
+        changes from one verification to the next is reported."""
+        return [
+            names.verify_result("oracle", task_id, 1, repeat)
+            for task_id in self.tasks
+            for repeat in range(2, self.verify_repeats + 1)
+        ]
 
     def network_checks(self) -> list[str]:
         return [names.network_check(task_id) for task_id in self.tasks]
@@ -248,6 +387,19 @@ class Plan:
             names.task_sentinel(task_id),
             str(self.tasks[task_id].path.relative_to(self.root) / "task.toml"),
         ]
+
+
+class LegacyResultsError(RuntimeError):
+    """Results of an older layout are in the results tree; the message says what to run."""
+
+
+def _repository_facts(task: Task) -> dict[str, Any]:
+    """What both steps of a run read of task.toml besides their phase: the repository and the limits."""
+    return {
+        "repo_dir": task.repo_dir,
+        "base_commit": task.base_commit,
+        "environment": asdict(task.environment),
+    }
 
 
 def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
@@ -277,7 +429,22 @@ def drop_stale_validation(plan: Plan) -> None:
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:
     ids = list(tasks) if wanted == "all" else list(wanted)
-    unknown = sorted(set(ids) - set(tasks) | set(exclude) - set(tasks))
-    if unknown:
-        raise ValueError(f"config tasks/exclude: unknown task ids {unknown}")
+    for key, listed in (("tasks", ids), ("exclude", exclude)):
+        unknown = [i for i in listed if i not in tasks]
+        if unknown:
+            named = "; ".join(f"`{i}`{did_you_mean(i, tasks)}" for i in unknown[:10])
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+            raise ValueError(f"{key}: unknown task id(s) {named}{more}")
     return {i: tasks[i] for i in ids if i not in exclude}
+
+
+def missing_predictions(agent: Agent, predictions: dict[str, Prediction], tasks: Iterable[str]) -> str | None:
+    """A warning naming the selected tasks a predictions file has no line for (they score 0)."""
+    lacking = sorted(t for t in tasks if t not in predictions)
+    if not lacking:
+        return None
+    shown = ", ".join(lacking[:10]) + (f", ... (+{len(lacking) - 10})" if len(lacking) > 10 else "")
+    return (
+        f"kotlin-bench: warning: agent {agent.name}: {len(lacking)} selected task(s) have no prediction in "
+        f"{agent.predictions} and will score 0 (empty_patch): {shown}; add them, or leave them out with `exclude:`"
+    )

@@ -2,19 +2,21 @@
 
 The sizing rule (documented in the README, "Running on a cluster"):
 
-- a run (task, agent, attempt): `threads` = ceil(`[environment].cpus`), `mem_mb` = `[environment].memory_mb`
-  + `harness_mem_mb` (the job's own processes: Snakemake's job step and the run script), `runtime`
-  (minutes) = the run's wall-time budget (`kotlin_bench.runs.budget`: both phases, the environment's
-  build or start, the harness's own work; the same budget a Harbor trial gets) + `margin_min`, `disk_mb`
-  = `run_disk_mb` (a run's scratch is its logs, diff and JUnit XML; the task image is shared and counted
-  once, under its build);
+- a run's steps (solve, verify): `threads` = ceil(`[environment].cpus`), `mem_mb` =
+  `[environment].memory_mb` + `harness_mem_mb` (the job's own processes: Snakemake's job step and the
+  script), `runtime` (minutes) = the step's wall-time budget (`kotlin_bench.runs.budget`: solve is the
+  agent phase, the environment's start and the harness's own work, plus the verifier phase for a kind
+  whose trial verifies (Harbor), the same budget the trial gets; verify is the verifier phase and the
+  harness's work) + `margin_min`, `disk_mb` = `run_disk_mb` (a run's scratch is its logs, diff and JUnit
+  XML; the task image is shared and counted once, under its build);
 - a task image build (which warms the build cache by running the task's tests once): the run's threads
   and memory, `runtime` = ceil(`[environment].build_timeout_sec` / 60) + `margin_min`, `disk_mb` =
   `image.disk_mb`;
 - a base image build: `image.threads`, `image.mem_mb`, `image.disk_mb`, `runtime` =
   ceil(`base_build_timeout_sec` / 60) + `margin_min`.
 
-`resources.run` in the config replaces the task's figures for every run (e.g. a site's fixed request).
+`resources.run` in the config replaces the task's figures for both steps of every run (e.g. a site's fixed
+request).
 Snakemake caps `threads` at `--cores`; the containers themselves are limited by the task's cpus and
 memory_mb through Docker, whatever the job asked for.
 """
@@ -26,7 +28,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from kotlin_bench.dataset.task import Task
-from kotlin_bench.runs.budget import run_minutes
+from kotlin_bench.runs.budget import minutes, solve_budget_sec, verify_budget_sec
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,18 @@ class Sizing:
         run = RunOverride(**(section.pop("run", None) or {}))
         return cls(**section, image=image, run=run)
 
-    def for_run(self, task: Task) -> JobResources:
+    def for_solve(self, task: Task, verifies_in_trial: bool = False) -> JobResources:
+        """A solve step (`verifies_in_trial`: the agent kind's trial runs the verifier too)."""
+        return self._run_step(task, solve_budget_sec(task, verifies_in_trial))
+
+    def for_verify(self, task: Task) -> JobResources:
+        return self._run_step(task, verify_budget_sec(task))
+
+    def _run_step(self, task: Task, budget_sec: float) -> JobResources:
         derived = JobResources(
             threads=_threads(task),
             mem_mb=self._mem_mb(task),
-            runtime=run_minutes(task, self.margin_min),
+            runtime=minutes(budget_sec, self.margin_min),
             disk_mb=self.run_disk_mb,
         )
         fixed = {f.name: getattr(self.run, f.name) for f in fields(self.run)}
@@ -87,7 +96,7 @@ class Sizing:
         return JobResources(
             threads=_threads(task),
             mem_mb=self._mem_mb(task),
-            runtime=_minutes(task.environment.build_timeout_sec) + self.margin_min,
+            runtime=minutes(task.environment.build_timeout_sec, self.margin_min),
             disk_mb=self.image.disk_mb,
         )
 
@@ -98,14 +107,10 @@ class Sizing:
         return JobResources(
             threads=self.image.threads,
             mem_mb=self.image.mem_mb,
-            runtime=_minutes(build_timeout_sec) + self.margin_min,
+            runtime=minutes(build_timeout_sec, self.margin_min),
             disk_mb=self.image.disk_mb,
         )
 
 
 def _threads(task: Task) -> int:
     return math.ceil(task.environment.cpus)
-
-
-def _minutes(seconds: float) -> int:
-    return math.ceil(seconds / 60)

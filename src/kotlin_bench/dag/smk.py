@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench.core import names
 from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import pin_images, read_sentinel
 from kotlin_bench.engine.registry import Registry
@@ -91,12 +92,12 @@ class Tries:
             self.path.unlink(missing_ok=True)
 
     @classmethod
-    def of_job(cls, script: Any, path: str | Path) -> Tries:
-        """The tries of a rule script's job (`resources.tries` is the try number, `retries:` the config's)."""
+    def of_job(cls, script: Any) -> Tries:
+        """The tries of a rule script's job, beside its log (`resources.tries` is the try number,
+        `retries:` the config's)."""
         config = script.config
-        return cls(
-            Path(path), int(script.resources.tries), configured_retries(config), configured_engine(config)
-        )
+        path = Path(names.tries_log(str(script.log[0])))
+        return cls(path, int(script.resources.tries), configured_retries(config), configured_engine(config))
 
     def failed(self, exc: BaseException, retryable: bool = True) -> bool:
         """Record this try's failure; True when it is the last (the caller records an error), False when

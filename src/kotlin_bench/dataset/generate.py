@@ -183,7 +183,7 @@ OWNED_TASK_FILES = (
     *(f"environment/{s}" for s in ENVIRONMENT_SCRIPTS),
     *(f"environment/{s}" for s in ENVIRONMENT_RENDERED),
     *(f"environment/{s}" for s in INIT_SCRIPTS.values()),
-    "solution/solve.sh",
+    names.SOLVE_SCRIPT,
     *(f"tests/{f}" for f in VERIFIER_FILES),
     "tests/task.env",
 )
@@ -227,6 +227,7 @@ def render_prepare_env(dataset: Dataset, task: TaskSpec) -> str:
         + shell_array("GIT_CONFIG", git_config)
         + shell_array("GIT_INFO_EXCLUDE", dataset.conventions.git_info_exclude)
         + "WARMUP=/home/warmup.sh\n"
+        + f"AFTER_WARMUP={task.warmup.after}\n"
     )
 
 
@@ -304,7 +305,7 @@ def render_task(
     files.append(GeneratedFile("environment/docker-compose.yaml", render_compose(task).encode()))
     for name in ENVIRONMENT_SCRIPTS:
         files.append(GeneratedFile(f"environment/{name}", (templates_dir / name).read_bytes(), True))
-    files.append(GeneratedFile("solution/solve.sh", (templates_dir / "solve.sh").read_bytes(), True))
+    files.append(GeneratedFile(names.SOLVE_SCRIPT, (templates_dir / "solve.sh").read_bytes(), True))
     for name in VERIFIER_FILES:
         files.append(GeneratedFile(f"tests/{name}", (verifier_dir / name).read_bytes(), True))
     files.append(GeneratedFile("tests/task.env", render_task_env(task).encode()))
@@ -328,15 +329,16 @@ def render_base_recipe(dataset: Dataset, base: Base, templates_dir: Path = TEMPL
         "apt_packages": " \\\n".join(f"    {p}" for p in apt),
         "clone_url": shlex.quote(base.repository.clone_url),
         "repo_dir": shlex.quote(base.repository.repo_dir),
-        "android_stage": "",
         "android_install": "",
     }
-    if base.android_sdk_packages:
-        stage = _template(templates_dir, "base-android-stage.Dockerfile")
-        install = _template(templates_dir, "base-android-install.Dockerfile")
-        values["android_stage"] = render(stage, {"android_sdk_packages": packages})
+    if base.android_sdk_packages and base.android_cmdline_tools is not None:
         values["android_install"] = render(
-            install, {"android_sdk_packages": ", ".join(base.android_sdk_packages)}
+            _template(templates_dir, "base-android-install.Dockerfile"),
+            {
+                "android_sdk_packages": ", ".join(base.android_sdk_packages),
+                "cmdline_tools": base.android_cmdline_tools,
+                "sdk_arguments": packages,
+            },
         )
     return render(_template(templates_dir, "base.Dockerfile"), values)
 

@@ -25,8 +25,8 @@ They come from one of two sources:
     cached as ``<issues cache>/<owner>/<repo>/<n>.json``; a cache hit needs no network. A task without
     issues needs ``<instructions_dir>/<id>.md``. Expected test lists cannot be derived: they are copied
     from ``<expected_tests_dir>/<id>.json`` when present; otherwise the marker
-    ``tests/.expected_tests_missing`` is written (and a stale ``tests/expected_tests.json`` removed), and
-    the task cannot be run.
+    ``tests/.expected_tests_missing`` is written with a placeholder ``tests/expected_tests.json`` that lists
+    no test (so that every file the workflow depends on exists), and the task cannot be run.
 
 A task whose warm-up applies a patch (``warmup_patch`` in the specification) also gets
 ``environment/warmup.patch``: the published file it names, or, from upstream, the listed paths of the
@@ -54,7 +54,7 @@ from typing import Any
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
-from kotlin_bench.core.fsutil import write_atomic
+from kotlin_bench.core.fsutil import file_sha256, write_atomic
 from kotlin_bench.dataset.spec import PUBLISHED_FILES, Dataset, Repository, TaskSpec, split_paths
 
 PUBLISHED_URL = "https://github.com/Kotlin/kotlin-swe-bench.git"
@@ -174,10 +174,6 @@ class TaskResult:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    return sha256_bytes(path.read_bytes())
 
 
 def git(args: Sequence[str], cwd: Path, *, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -532,17 +528,39 @@ def materialize_upstream(
 # Writing, stamps, status
 
 
+MISSING_EXPECTED_PLACEHOLDER = (
+    json.dumps(
+        {"missing": f"no expected test lists could be materialized; see {names.MISSING_EXPECTED_MARKER}"},
+        indent=2,
+    )
+    + "\n"
+).encode()
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Write a task file unless it holds `data` already: materializing again keeps what did not change
+    untouched, so that nothing downstream of an unchanged file is redone."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    write_atomic(path, data)
+
+
 def _write_task_files(task_dir: Path, contents: Mapping[str, bytes], result: TaskResult) -> None:
     for name, data in contents.items():
-        write_atomic(task_dir / TASK_FILES[name], data)
+        _write_if_changed(task_dir / TASK_FILES[name], data)
         result.files[TASK_FILES[name]] = sha256_bytes(data)
     marker = task_dir / names.MISSING_EXPECTED_MARKER
     if "expected_tests.json" in contents:
         marker.unlink(missing_ok=True)
         result.expected_tests = True
     else:
-        (task_dir / TASK_FILES["expected_tests.json"]).unlink(missing_ok=True)
+        # The marker says why; the placeholder (an output of the DAG's materialize rule like the other
+        # files) lists no test, so that a verification of it can only score 0, as `task_invalid`.
         write_atomic(marker, b"expected_tests.json could not be materialized from upstream\n")
+        _write_if_changed(task_dir / TASK_FILES["expected_tests.json"], MISSING_EXPECTED_PLACEHOLDER)
         result.expected_tests = False
 
 
@@ -558,7 +576,7 @@ def _write_stamp(task_dir: Path, result: TaskResult, *, origin: str, commit: str
         "expected_tests": result.expected_tests,
         "harness_version": HARNESS_VERSION,
     }
-    write_atomic(task_dir / names.STAMP, (json.dumps(stamp, indent=2) + "\n").encode())
+    _write_if_changed(task_dir / names.STAMP, (json.dumps(stamp, indent=2) + "\n").encode())
 
 
 def read_stamp(task_dir: Path) -> dict[str, Any] | None:
@@ -593,7 +611,7 @@ def task_status(task: TaskSpec, task_dir: Path) -> MaterialStatus:
         mismatched = tuple(
             n
             for n in PUBLISHED_FILES
-            if not present[n] or sha256_file(task_dir / TASK_FILES[n]) != task.published_sha256[n]
+            if not present[n] or file_sha256(task_dir / TASK_FILES[n]) != task.published_sha256[n]
         )
         verified = "no" if mismatched else "yes"
     stamp = read_stamp(task_dir)
@@ -601,7 +619,7 @@ def task_status(task: TaskSpec, task_dir: Path) -> MaterialStatus:
         task_id=task.id,
         materialized=materialized,
         verified=verified,
-        expected_tests=present["expected_tests.json"],
+        expected_tests=present["expected_tests.json"] and not marker,
         source=stamp.get("source") if stamp else None,
         missing=missing,
         mismatched=mismatched,

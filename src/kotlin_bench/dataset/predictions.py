@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench.core.suggest import did_you_mean
+
 
 class PredictionsError(ValueError):
     """A predictions file is unusable; the message lists every problem found."""
@@ -42,10 +44,32 @@ class Prediction:
         return hashlib.sha256(self.patch.encode("utf-8")).hexdigest()
 
 
+# The keys a line may have (SWE-bench, then Multi-SWE-bench); others are an error when the line has no patch
+# key, since a misspelt patch key (`patch`, `diff`) would otherwise score 0 as an empty patch.
+SWE_BENCH_KEYS = ("instance_id", "task_id", "model_name_or_path", "model_patch")
+MULTI_SWE_BENCH_KEYS = ("org", "repo", "number", "fix_patch", "model_name_or_path")
+PATCH_KEYS = ("model_patch", "fix_patch")
+
+
+def _unknown_keys(data: dict[str, Any]) -> None:
+    if any(key in data for key in PATCH_KEYS):
+        return
+    known = (*SWE_BENCH_KEYS, *MULTI_SWE_BENCH_KEYS)
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        shape = MULTI_SWE_BENCH_KEYS if "org" in data else SWE_BENCH_KEYS
+        named = "; ".join(f"`{key}`{did_you_mean(key, shape)}" for key in unknown)
+        raise ValueError(
+            f"no `model_patch` (or `fix_patch`) key, and unknown key(s) {named}; "
+            f"the keys are {', '.join(SWE_BENCH_KEYS)} (or {', '.join(MULTI_SWE_BENCH_KEYS)})"
+        )
+
+
 def _parse_line(number: int, text: str) -> Prediction:
     data: Any = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
+    _unknown_keys(data)
     if "org" in data or "fix_patch" in data:
         missing = [k for k in ("org", "repo", "number") if k not in data]
         if missing:
@@ -71,6 +95,12 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
         lines = Path(path).read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise PredictionsError(f"{path}: cannot read predictions: {exc}") from None
+    array = _json_array(lines)
+    if array is not None:
+        raise PredictionsError(
+            f"{path}: a JSON array of {array} prediction(s), expected JSON Lines (one JSON object per line); "
+            f"convert it with `jq -c '.[]' {path} > {Path(path).with_suffix('.jsonl')}`"
+        )
     known = None if task_ids is None else set(task_ids)
     problems: list[str] = []
     found: dict[str, Prediction] = {}
@@ -87,7 +117,8 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
                 f"line {number}: duplicate id {prediction.task_id} (first on line {found[prediction.task_id].line})"
             )
         elif known is not None and prediction.task_id not in known:
-            problems.append(f"line {number}: unknown task id {prediction.task_id}")
+            hint = did_you_mean(prediction.task_id, known)
+            problems.append(f"line {number}: unknown task id {prediction.task_id}{hint}")
         else:
             found[prediction.task_id] = prediction
     if problems:
@@ -95,6 +126,18 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
         raise PredictionsError(f"{path}: {len(problems)} problem(s):\n  {shown}{more}")
     return found
+
+
+def _json_array(lines: list[str]) -> int | None:
+    """The length of the file's JSON array when the whole file is one (a SWE-bench `.json` file)."""
+    text = "\n".join(lines).strip()
+    if not text.startswith("["):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return len(data) if isinstance(data, list) else None
 
 
 # --------------------------------------------------------------------------- normalisation

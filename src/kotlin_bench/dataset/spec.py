@@ -73,6 +73,7 @@ import jsonschema
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.names import image_parts
+from kotlin_bench.core.suggest import did_you_mean
 
 SCHEMA_PATH = names.DATASET_SCHEMA
 
@@ -124,6 +125,13 @@ class OnFailure(StrEnum):
     IGNORE = "ignore"
 
 
+class AfterWarmup(StrEnum):
+    """What preparing a task image does to the tree after the warm-up (the published task's choice)."""
+
+    KEEP = "keep"  # the tree as the warm-up left it: build outputs, test results, changed files
+    RESET = "reset"  # tracked files reset to the base commit, untracked files that are not ignored removed
+
+
 @dataclass(frozen=True)
 class Apply:
     """A warm-up step that applies a patch shipped in the task's environment/ (reverted afterwards)."""
@@ -137,11 +145,12 @@ class Warmup:
 
     steps: tuple[str | Apply, ...]
     on_failure: OnFailure
+    after: AfterWarmup = AfterWarmup.KEEP
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> Warmup:
         steps = tuple(Apply(s["apply"]) if isinstance(s, Mapping) else str(s) for s in raw["steps"])
-        return cls(steps, OnFailure(raw["on_failure"]))
+        return cls(steps, OnFailure(raw["on_failure"]), AfterWarmup(raw.get("after", AfterWarmup.KEEP)))
 
     @property
     def patches(self) -> tuple[str, ...]:
@@ -205,6 +214,9 @@ class Base:
     jdk: int | None
     jdk_image: str | None
     android_sdk_packages: tuple[str, ...] = ()
+    # The build of Android's command-line tools (sdkmanager) installed with the SDK packages, run on the
+    # image's own JDK: set exactly when there are SDK packages.
+    android_cmdline_tools: str | None = None
     extra_apt_packages: tuple[str, ...] = ()
     recipe: str | None = None  # hand-written recipe; None: rendered from the template
     env: Mapping[str, str] = field(default_factory=dict)  # ENV of the image, over conventions.base_env
@@ -312,7 +324,8 @@ class Dataset:
         for task in self.tasks:
             if task.id == task_id:
                 return task
-        raise KeyError(f"no task {task_id!r} in the {self.name} dataset")
+        known = [t.id for t in self.tasks]
+        raise KeyError(f"no task {task_id!r} in the {self.name} dataset{did_you_mean(task_id, known)}")
 
     def base(self, image: str) -> Base:
         for base in self.bases:
@@ -457,10 +470,16 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             jdk=b.get("jdk"),
             jdk_image=b.get("jdk_image"),
             android_sdk_packages=tuple(b.get("android_sdk_packages", ())),
+            android_cmdline_tools=b.get("android_cmdline_tools"),
             extra_apt_packages=tuple(b.get("extra_apt_packages", ())),
             recipe=b.get("recipe"),
             env=dict(b.get("env") or {}),
         )
+        if bool(base.android_sdk_packages) != (base.android_cmdline_tools is not None):
+            problems.append(
+                f"$.bases[{i}]: android_cmdline_tools (the build of sdkmanager) is set exactly when "
+                "android_sdk_packages is not empty"
+            )
         if base.image in seen_images:
             problems.append(f"$.bases[{i}]: duplicate base image {base.image}")
         seen_images.add(base.image)

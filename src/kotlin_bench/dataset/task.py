@@ -21,7 +21,7 @@ NETWORK_MODES = ("public", "no-network", "allowlist")
 REQUIRED_FILES = (
     "instruction.md",
     "environment/Dockerfile",
-    "solution/solve.sh",
+    names.SOLVE_SCRIPT,
     "tests/test.sh",
     names.EXPECTED_TESTS,
 )
@@ -101,7 +101,10 @@ class Task:
 
     @property
     def has_expected_tests(self) -> bool:
-        return (self.path / names.EXPECTED_TESTS).is_file()
+        """Whether the task can be scored: its expected lists were materialized (not the placeholder that
+        materialization writes, beside its marker, when there are none)."""
+        missing = (self.path / names.MISSING_EXPECTED_MARKER).exists()
+        return not missing and (self.path / names.EXPECTED_TESTS).is_file()
 
 
 class _Table:

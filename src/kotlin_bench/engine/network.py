@@ -10,9 +10,10 @@ container to the phase's `network_mode` (task.toml `[agent]` / `[verifier]`):
   `kotlin-bench/egress-proxy:<tag>`, tinyproxy from Debian, recipe in `src/kotlin_bench/engine/proxy/`) answers under the
   alias `egress-proxy`. The proxy is also attached to the egress network; it forwards plain HTTP requests
   and CONNECT tunnels (ports `connect_ports`, 443 by default) to allowed hosts and answers 403 to the rest.
-  The phase's processes get `http_proxy`/`https_proxy` (both cases), `no_proxy` and a `JAVA_TOOL_OPTIONS`
-  with the `-Dhttp(s).proxyHost/Port` properties (appended to the image's own JAVA_TOOL_OPTIONS) in
-  `PhaseNetwork.env`, to be passed to the phase's exec.
+  The phase's processes get `http_proxy`/`https_proxy` (both cases) and `no_proxy` in `PhaseNetwork.env`,
+  to be passed to the phase's exec; JVMs, which ignore those variables, are pointed at the proxy by the
+  `net.properties` of every JDK in the container (`kotlin_bench.engine.jvmproxy`), restored when the
+  phase ends, so that no JVM prints a `Picked up JAVA_TOOL_OPTIONS` banner.
 
 `allowed_hosts` entries (normalized like Harbor: trimmed, lower-cased, a trailing dot dropped):
 - `repo1.maven.org`: that host exactly;
@@ -61,7 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import podman
+from kotlin_bench.engine import jvmproxy, podman
 from kotlin_bench.engine.images import ImageError, image_id, stream_build
 
 if TYPE_CHECKING:
@@ -149,14 +150,11 @@ def filter_rules(allowed_hosts: Sequence[str]) -> str:
     return header + "".join(f"{rule}\n" for rule in rules)
 
 
-def proxy_env(java_tool_options: str = "") -> dict[str, str]:
-    """The environment of an allowlist phase's processes: proxy variables and the JVM's proxy properties."""
+def proxy_env() -> dict[str, str]:
+    """What an allowlist phase adds to its processes' environment: the proxy variables of non-JVM clients
+    (curl, git, pip, npm). JVMs get the proxy from their JDK's net.properties (`jvmproxy`), not from
+    here: nothing that makes a JVM print a banner."""
     url = f"http://{PROXY_ALIAS}:{PROXY_PORT}"
-    jvm = " ".join(
-        f"-D{scheme}.{key}={value}"
-        for scheme in ("http", "https")
-        for key, value in (("proxyHost", PROXY_ALIAS), ("proxyPort", PROXY_PORT))
-    )
     return {
         "http_proxy": url,
         "https_proxy": url,
@@ -164,8 +162,13 @@ def proxy_env(java_tool_options: str = "") -> dict[str, str]:
         "HTTPS_PROXY": url,
         "no_proxy": NO_PROXY,
         "NO_PROXY": NO_PROXY,
-        "JAVA_TOOL_OPTIONS": f"{java_tool_options} {jvm}".strip(),
     }
+
+
+def phase_env(mode: str, allowed_hosts: Sequence[str]) -> dict[str, str]:
+    """What entering a phase in `mode` adds to its processes' environment (`kotlin-bench fidelity` compares
+    it with the published runner's: nothing)."""
+    return proxy_env() if effective_mode(mode, allowed_hosts) == "allowlist" else {}
 
 
 # --- names and leftovers --------------------------------------------------------------------------
@@ -268,6 +271,7 @@ class PhaseNetwork:
         self.log_path: Path | None = None
         self._resolv_conf: bytes | None = None  # Docker: resolv.conf before the phase pinned it
         self._hosts_pinned = False  # Podman: /etc/hosts names the proxy
+        self._jdks: list[jvmproxy.Saved] = []  # the JDKs' net.properties before the phase
         self._closed = False
 
     def __enter__(self) -> PhaseNetwork:
@@ -320,6 +324,10 @@ class PhaseNetwork:
             if (self._resolv_conf is not None or self._hosts_pinned) and _running(self.container):
                 # (A container the watchdog killed keeps its file; only a running one can be written.)
                 step("unpinning the proxy", self._unpin)
+            if self._jdks and _running(self.container):
+                step(
+                    "restoring the JDKs' net.properties", lambda: jvmproxy.restore(self.container, self._jdks)
+                )
         if proxy is not None:
             if self.log_path is not None:
                 step("saving the proxy log", self._save_log)
@@ -433,7 +441,8 @@ def _enter_allowlist(
         phase._resolv_conf = _read_file(container, RESOLV_CONF)
     phase.network.connect(container)
     _pin_proxy(phase)
-    phase.env = proxy_env(_image_env(container).get("JAVA_TOOL_OPTIONS", ""))
+    phase._jdks = jvmproxy.configure(container, PROXY_ALIAS, PROXY_PORT)
+    phase.env = proxy_env()
 
 
 def internal_network(engine: Engine, name: str, labels: dict[str, str], dns: bool = False) -> Network:
@@ -577,8 +586,3 @@ def _write_file(container: Container, path: str, content: bytes | None) -> None:
     result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root")
     if result.exit_code != 0:
         raise NetworkError(f"writing {path} failed: {result.output.decode('utf-8', 'replace')[-300:]}")
-
-
-def _image_env(container: Container) -> dict[str, str]:
-    pairs = (item.split("=", 1) for item in container.attrs["Config"].get("Env") or [])
-    return {p[0]: p[1] for p in pairs if len(p) == 2}

@@ -53,12 +53,25 @@ def _reward(result: RunResult | None, expected: float) -> tuple[str, str | None]
     return shown, None if result.reward == expected else f"scored {shown} ({result.reason or result.status})"
 
 
-def judge_task(oracle: RunResult | None, nop: RunResult | None, check: NetworkCheck) -> dict[str, str]:
-    """One row of the table: what was found, and the task's verdict with its reasons."""
+def judge_task(
+    oracle: RunResult | None,
+    nop: RunResult | None,
+    check: NetworkCheck,
+    oracle_repeats: Sequence[RunResult] = (),
+) -> dict[str, str]:
+    """One row of the table: what was found, and the task's verdict with its reasons. The oracle's
+    repeated verifications (`verify.repeats`) must all score 1 too: a verdict that changes is a flaky
+    task, whatever the first verification said."""
     problems: list[str] = []
     unverified: list[str] = []
     oracle_shown, problem = _reward(oracle, 1.0)
     problems += [f"oracle {problem}"] if problem else []
+    if oracle is not None and oracle_repeats:
+        repeats = sorted(oracle_repeats, key=lambda r: r.repeat)
+        rewards = [oracle.reward, *(r.reward for r in repeats)]
+        oracle_shown = ",".join("error" if r is None else f"{r:g}" for r in rewards)
+        if any(r != 1.0 for r in rewards[1:]):
+            problems.append(f"oracle verdict-flaky over {len(rewards)} verifications ({oracle_shown})")
     nop_shown, problem = _reward(nop, 0.0)
     problems += [f"nop {problem}"] if problem else []
     if check.blocked.outcome is not Probe.BLOCKED:
@@ -80,10 +93,20 @@ def judge_task(oracle: RunResult | None, nop: RunResult | None, check: NetworkCh
     }
 
 
-def health_table(results: Sequence[RunResult], checks: Sequence[NetworkCheck]) -> pd.DataFrame:
-    """One row per task of `checks`, with its oracle and nop runs (attempt 1) from `results`."""
+def health_table(
+    results: Sequence[RunResult], checks: Sequence[NetworkCheck], repeats: Sequence[RunResult] = ()
+) -> pd.DataFrame:
+    """One row per task of `checks`, with its oracle and nop runs (attempt 1) from `results` and the
+    oracle's repeated verifications from `repeats`."""
     runs = {(r.agent, r.task): r for r in results if r.attempt == 1}
-    rows = [judge_task(runs.get(("oracle", c.task)), runs.get(("nop", c.task)), c) for c in checks]
+    again: dict[str, list[RunResult]] = {}
+    for r in repeats:
+        if r.agent == "oracle" and r.attempt == 1:
+            again.setdefault(r.task, []).append(r)
+    rows = [
+        judge_task(runs.get(("oracle", c.task)), runs.get(("nop", c.task)), c, again.get(c.task, ()))
+        for c in checks
+    ]
     return pd.DataFrame(rows, columns=HEALTHCHECK_COLUMNS).sort_values("task", ignore_index=True)
 
 
@@ -111,9 +134,15 @@ def render_healthcheck(table: pd.DataFrame) -> str:
     return render_markdown(sections, "kotlin-bench health check")
 
 
-def write_healthcheck(results: Sequence[RunResult], checks: Sequence[NetworkCheck], csv: Path, md: Path) -> str:
+def write_healthcheck(
+    results: Sequence[RunResult],
+    checks: Sequence[NetworkCheck],
+    csv: Path,
+    md: Path,
+    repeats: Sequence[RunResult] = (),
+) -> str:
     """Write the table as CSV and markdown; returns the markdown."""
-    table = health_table(results, checks)
+    table = health_table(results, checks, repeats)
     write_atomic(csv, table.to_csv(index=False))
     text = render_healthcheck(table)
     write_atomic(md, text)

@@ -54,14 +54,14 @@ def _count_text(resolved: int, total: int, errors: int) -> str:
 
 
 def rate_chart(overall: pd.DataFrame, path: Path) -> None:
-    """Horizontal bars: resolve rate per agent, whiskers at the 95% bootstrap interval."""
+    """Horizontal bars: resolve rate per agent, whiskers at the 95% Wilson score interval."""
     labels = _labels(overall)
     figure = Figure(figsize=(7.0, 1.2 + 0.5 * max(1, len(labels))))
     ax = figure.add_subplot()
     y = np.arange(len(labels))
     rate = overall["resolve_rate"].to_numpy(dtype=float)
-    low = np.clip(rate - overall["ci95_low"].to_numpy(dtype=float), 0, None)
-    high = np.clip(overall["ci95_high"].to_numpy(dtype=float) - rate, 0, None)
+    low = np.clip(rate - overall["wilson_low"].to_numpy(dtype=float), 0, None)
+    high = np.clip(overall["wilson_high"].to_numpy(dtype=float) - rate, 0, None)
     ax.barh(y, rate, xerr=[low, high], color=BAR_COLOURS[0], capsize=4, height=0.6)
     for i, row in enumerate(overall.itertuples()):
         text = f"{row.resolved}/{row.total} ({100 * row.resolve_rate:.1f}%)"
@@ -71,7 +71,7 @@ def rate_chart(overall: pd.DataFrame, path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlim(0, 1.0)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_xlabel("resolve rate (errors count as unresolved); whiskers: 95% bootstrap interval")
+    ax.set_xlabel("resolve rate (errors count as unresolved); whiskers: 95% Wilson score interval")
     ax.set_title("Resolve rate per agent")
     _save(figure, path)
 

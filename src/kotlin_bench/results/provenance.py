@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kotlin_bench.core.record import RecordError, RunResult, Status, digest_problems
+from kotlin_bench.core import names
+from kotlin_bench.core.fsutil import file_sha256
+from kotlin_bench.core.record import RecordError, RunResult, Status, WorkRecord, digest_problems
 from kotlin_bench.dataset.task import TaskError, load_task
 
 
@@ -29,4 +31,23 @@ def stale_results(result_paths: list[Path], tasks_dir: Path) -> list[str]:
             lines.append(f"{path}: {exc}")
             continue
         lines += [f"{path}: {problem}" for problem in digest_problems(result, task.id, task.path)]
+        lines += [f"{path}: {problem}" for problem in _changed_since_solved(Path(path).parent, task.path)]
     return lines
+
+
+def _changed_since_solved(run_dir: Path, task_dir: Path) -> list[str]:
+    """Materialized files the agent read that have changed since (materialization redoes no work by
+    itself: the user decides, by deleting the work record)."""
+    try:
+        work = WorkRecord.read(run_dir / names.WORK_DIR / names.WORK_FILE)
+    except RecordError:
+        return []
+    changed = []
+    for rel, digest in work.inputs.items():
+        path = task_dir / rel
+        if path.is_file() and file_sha256(path) != digest:
+            changed.append(
+                f"solved from a {rel} that has changed since; delete "
+                f"{run_dir / names.WORK_DIR / names.WORK_FILE} to solve it again"
+            )
+    return changed

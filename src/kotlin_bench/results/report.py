@@ -1,5 +1,6 @@
-"""The parts of summary.md and report.html: the headline, rate tables for people, why runs were not
-resolved, and the errors with the command that reruns them."""
+"""The parts of summary.md and report.html: the headline, rate tables for people (with the Wilson interval,
+tokens, cost and agent time), paired comparisons of the agents, why runs were not resolved (each reason
+word with its text), and the errors with the command that reruns them."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pandas as pd
 from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
+from kotlin_bench.results.compare import Comparison, display_comparisons
+from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
-RERUN = "snakemake --cores all --forcerun"
+RERUN = "kotlin-bench errors --delete && snakemake --cores all"  # redoes exactly the failed steps
 
 
 def headline(row: pd.Series) -> str:
@@ -25,17 +28,11 @@ def error_runs(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["status"] == Status.ERROR]
 
 
-def rerun_command(errors: pd.DataFrame) -> str:
-    paths = [names.run_result(r.agent, r.task, int(r.attempt)) for r in errors.itertuples()]
-    return " ".join([RERUN, *paths])
-
-
-def error_note(errors: pd.DataFrame, inline: int = 3) -> str:
+def error_note(errors: pd.DataFrame) -> str:
     """`N runs errored and are counted as unresolved in the rate; rerun them with ...`."""
     n = len(errors)
     verb, them = ("errored and is", "it") if n == 1 else ("errored and are", "them")
-    command = rerun_command(errors) if n <= inline else f"{RERUN} <the {n} paths listed under Errors>"
-    return f"{plural(n, 'run')} {verb} counted as unresolved in the rate; rerun {them} with `{command}`"
+    return f"{plural(n, 'run')} {verb} counted as unresolved in the rate; rerun {them} with `{RERUN}`"
 
 
 def display_rates(table: pd.DataFrame) -> pd.DataFrame:
@@ -48,16 +45,57 @@ def display_rates(table: pd.DataFrame) -> pd.DataFrame:
     shown["errors"] = table["errors"]
     shown["rate (errors = unresolved)"] = table["resolve_rate"].map(percent)
     shown["rate excl. errors"] = table["resolve_rate_excl_errors"].map(percent)
-    shown["95% CI (tasks resampled)"] = [
-        f"{percent(lo)} - {percent(hi)}" for lo, hi in zip(table["ci95_low"], table["ci95_high"], strict=True)
+    shown[WILSON_HEADER] = [
+        f"{percent(lo)} - {percent(hi)}"
+        for lo, hi in zip(table["wilson_low"], table["wilson_high"], strict=True)
     ]
     for col in (c for c in table.columns if c.startswith("pass@")):
         shown[col] = table[col].map(percent)
+    runs = table["total"].astype(float)
+    shown["tokens in / out (per run)"] = [
+        tokens_pair(i / n, o / n)
+        for i, o, n in zip(table["input_tokens_total"], table["output_tokens_total"], runs, strict=True)
+    ]
+    shown["cost (USD, total)"] = table["cost_usd_total"].map(money)
+    shown["agent time (per run)"] = table["agent_sec_mean"].map(duration)
     return shown
 
 
+WILSON_HEADER = "95% CI (Wilson score, n = tasks)"
+
+
+def tokens(value: float) -> str:
+    if pd.isna(value):
+        return "-"
+    for scale, unit in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f}{unit}"
+    return f"{value:.0f}"
+
+
+def tokens_pair(input_tokens: float, output_tokens: float) -> str:
+    if pd.isna(input_tokens) and pd.isna(output_tokens):
+        return "-"
+    return f"{tokens(input_tokens)} / {tokens(output_tokens)}"
+
+
+def money(value: float) -> str:
+    return "-" if pd.isna(value) else f"${value:,.2f}"
+
+
+def duration(seconds: float) -> str:
+    """`0.1 s`, `12.3 s`, `4m 05s`, `2h 03m`."""
+    if pd.isna(seconds):
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {sec:02d}s"
+
+
 def reason_counts(summary: pd.DataFrame, max_tasks: int = 5) -> pd.DataFrame:
-    """Non-resolved runs per (agent, reason), with a few of their tasks."""
+    """Non-resolved runs per (agent, reason), with a few of their tasks and what the reason means."""
     failed = summary[summary["status"] != Status.RESOLVED]
     rows = [
         {
@@ -65,10 +103,19 @@ def reason_counts(summary: pd.DataFrame, max_tasks: int = 5) -> pd.DataFrame:
             "reason": reason,
             "runs": len(group),
             "tasks": _some(sorted(set(group["task"])), max_tasks),
+            "meaning": reason_text(reason),
         }
         for (agent, reason), group in failed.groupby(["agent", "reason"], sort=True)
     ]
-    return pd.DataFrame(rows, columns=["agent", "reason", "runs", "tasks"])
+    return pd.DataFrame(rows, columns=["agent", "reason", "runs", "tasks", "meaning"])
+
+
+def reason_text(reason: str) -> str:
+    """The plain-language text of a reason word (the vocabulary of kotlin_bench.scoring.reasons)."""
+    try:
+        return REASON_TEXT[Reason(reason)]
+    except ValueError:
+        return "not a word of the reason vocabulary (a result written by an older harness?)"
 
 
 def _some(items: list[str], limit: int) -> str:
@@ -82,10 +129,23 @@ def error_table(errors: pd.DataFrame, width: int = 160) -> pd.DataFrame:
             "agent": errors["agent"],
             "task": errors["task"],
             "attempt": errors["attempt"],
+            "step": errors["failed_step"].fillna("run"),
             "error type": errors["reason_detail"],
             "message": errors["error"].fillna("").str.slice(0, width),
         }
     )
+
+
+RATE_NOTE = (
+    "The interval is Wilson's score interval of the rate (errors count as unresolved) with n = the number of "
+    "tasks, attempts averaged per task; tokens and agent time are means per run, cost the total."
+)
+COMPARISON_NOTE = (
+    "On the tasks both agents ran: the tasks only one solves, the 95% interval of the difference of the "
+    "rates (Newcombe's paired score method; over attempts, the paired bootstrap), the paired bootstrap "
+    "interval (tasks resampled; it can collapse on uniform samples), and the exact McNemar test (over "
+    "attempts, the exact sign test of the per-task rates). `kotlin-bench compare A B` prints one pair."
+)
 
 
 def headlines(summary: pd.DataFrame, overall: pd.DataFrame) -> list[str]:
@@ -99,13 +159,20 @@ def report_sections(
     overall: pd.DataFrame,
     by_repository: pd.DataFrame,
     verdicts: Sequence[str] = (),
+    comparisons: Sequence[Comparison] = (),
 ) -> list[Section]:
     """The parts of summary.md and report.html, headline first."""
     sections = [
         Section("Headline", headlines(summary, overall)),
-        Section("Resolve rate per agent", table=display_rates(overall)),
+        Section("Resolve rate per agent", [RATE_NOTE], table=display_rates(overall)),
         Section("Resolve rate per repository", table=display_rates(by_repository)),
     ]
+    if comparisons:
+        sections.append(
+            Section(
+                "Paired comparison of agents", [COMPARISON_NOTE], table=display_comparisons(list(comparisons))
+            )
+        )
     if verdicts:
         sections.append(Section("Reproduction", list(verdicts)))
     reasons = reason_counts(summary)
@@ -117,10 +184,17 @@ def report_sections(
             Section(
                 "Errors",
                 [
-                    "These runs failed on every retry; they count as unresolved. The command below reruns them."
+                    "These runs failed on every retry; they count as unresolved. The command below redoes the "
+                    "step that failed (a failed verification does not redo the agent's work)."
                 ],
                 error_table(errors),
-                rerun_command(errors),
+                RERUN,
             )
         )
     return sections
+
+
+def reasons_markdown() -> str:
+    """The reason vocabulary as the README's table (a test keeps the README's copy equal to it)."""
+    rows = [f"| `{reason.value}` | {REASON_TEXT[reason]} |" for reason in Reason]
+    return "\n".join(["| reason | what it means |", "| --- | --- |", *rows])

@@ -1,7 +1,9 @@
 """Resolve rates and their uncertainty: counts per (agent, model[, repository]), errors counted apart, the
 rate with errors counted as unresolved and without them, pass@k (unbiased estimator) with several
-attempts, a 95% bootstrap interval that resamples tasks, and score intervals for one proportion (Wilson)
-and for the difference of two independent proportions (Newcombe's hybrid score interval)."""
+attempts, the 95% Wilson score interval of the rate (the interval the tables show: it does not collapse on
+small or uniform samples), a 95% bootstrap interval that resamples tasks (kept in rates.csv), score
+intervals for the difference of two independent proportions (Newcombe's hybrid score interval), and what
+the runs cost: tokens, dollars and agent time."""
 
 from __future__ import annotations
 
@@ -83,6 +85,28 @@ def newcombe_interval(x1: float, n1: float, x2: float, n2: float, z: float = Z95
     return low, high
 
 
+def rate_interval(resolve_rate: float, tasks: int) -> tuple[float, float]:
+    """The rate's 95% Wilson score interval with n = the number of tasks (several attempts of a task are
+    averaged first, so repeated attempts do not pass for more tasks); NaN without tasks."""
+    if tasks <= 0 or math.isnan(resolve_rate):
+        return math.nan, math.nan
+    return wilson_interval(resolve_rate * tasks, tasks)
+
+
+USAGE_COLUMNS = ("input_tokens", "cache_tokens", "output_tokens", "cost_usd", "agent_sec")
+
+
+def _usage(group: pd.DataFrame) -> dict[str, Any]:
+    """Totals of the usage columns (missing where no run reports them) and the mean agent time per run."""
+    row: dict[str, Any] = {}
+    for column in USAGE_COLUMNS:
+        values = pd.to_numeric(group[column], errors="coerce").dropna() if column in group else pd.Series()
+        row[f"{column}_total"] = round(float(values.sum()), 4) if len(values) else math.nan
+    agent_sec = pd.to_numeric(group["agent_sec"], errors="coerce").dropna() if "agent_sec" in group else []
+    row["agent_sec_mean"] = round(float(np.mean(agent_sec)), 2) if len(agent_sec) else math.nan
+    return row
+
+
 def _per_task(group: pd.DataFrame) -> pd.DataFrame:
     return group.groupby("task", sort=True)["status"].agg(
         runs="size", resolved=lambda s: int((s == Status.RESOLVED).sum())
@@ -95,6 +119,7 @@ def _rate_row(group: pd.DataFrame, max_k: int, resamples: int, seed: int) -> dic
     resolved = int((status == Status.RESOLVED).sum())
     tasks = _per_task(group)
     low, high = bootstrap_interval(tasks["resolved"], tasks["runs"], resamples, seed)
+    wilson_low, wilson_high = rate_interval(tasks["resolved"].sum() / tasks["runs"].sum(), len(tasks))
     row: dict[str, Any] = {
         "tasks": len(tasks),
         "total": total,
@@ -105,6 +130,9 @@ def _rate_row(group: pd.DataFrame, max_k: int, resamples: int, seed: int) -> dic
         "resolve_rate_excl_errors": round(resolved / (total - errors), 4) if total > errors else math.nan,
         "ci95_low": round(low, 4),
         "ci95_high": round(high, 4),
+        "wilson_low": round(wilson_low, 4),
+        "wilson_high": round(wilson_high, 4),
+        **_usage(group),
     }
     if max_k > 1:
         for k in range(1, max_k + 1):
@@ -132,7 +160,8 @@ def rates(
 
 def _rate_columns(max_k: int) -> list[str]:
     base = ["tasks", "total", "resolved", "unresolved", "errors", "resolve_rate"]
-    base += ["resolve_rate_excl_errors", "ci95_low", "ci95_high"]
+    base += ["resolve_rate_excl_errors", "ci95_low", "ci95_high", "wilson_low", "wilson_high"]
+    base += [f"{c}_total" for c in USAGE_COLUMNS] + ["agent_sec_mean"]
     return base + ([f"pass@{k}" for k in range(1, max_k + 1)] if max_k > 1 else [])
 
 

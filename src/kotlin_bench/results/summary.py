@@ -7,7 +7,7 @@ resolved has the `reason` the run was classified with when it was scored (a word
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,13 @@ SUMMARY_SCHEMA: dict[str, str] = {
     "output_tokens": "Int64",
     "cost_usd": "float64",
     "agent_timed_out": "boolean",
+    "failed_step": "string",
+    "repeats": "Int64",
+    "verdict_flaky": "boolean",
+    "repeat_rewards": "string",
+    "flipped_tests": "string",
+    "fresh_reward": "float64",
+    "verdicts_disagree": "boolean",
     "harness_version": "string",
     "image_id": "string",
     "task_digest": "string",
@@ -47,6 +54,7 @@ SUMMARY_SCHEMA: dict[str, str] = {
     "started_at": "string",
 }
 SUMMARY_COLUMNS = list(SUMMARY_SCHEMA)
+MAX_FLIPPED = 400
 
 
 def _category_counts(verifier: dict[str, Any]) -> dict[str, int | None]:
@@ -61,8 +69,31 @@ def _category_counts(verifier: dict[str, Any]) -> dict[str, int | None]:
     return row
 
 
-def summary_row(result: RunResult) -> dict[str, Any]:
-    """Flatten one run record into a summary row."""
+def not_passed(result: RunResult) -> set[str]:
+    """The expected tests a verification did not see pass (every category's `missing`)."""
+    categories = result.verifier.get("categories") or {}
+    return {test for cat in CATEGORIES for test in (categories.get(cat) or {}).get("missing") or []}
+
+
+def repeat_columns(result: RunResult, repeats: Sequence[RunResult]) -> dict[str, Any]:
+    """How the run's verifications agree: the verdict-flaky flag, each verification's reward, and the
+    expected tests whose outcome changed between them."""
+    verifications = [result, *sorted(repeats, key=lambda r: r.repeat)]
+    rewards = [r.reward for r in verifications]
+    outcomes = [not_passed(r) for r in verifications]
+    flipped = sorted(set.union(*outcomes) - set.intersection(*outcomes))
+    shown = ["error" if r is None else f"{r:g}" for r in rewards]
+    return {
+        "repeats": len(verifications),
+        "verdict_flaky": len(set(rewards)) > 1,
+        "repeat_rewards": ",".join(shown) if len(verifications) > 1 else None,
+        "flipped_tests": "; ".join(flipped)[:MAX_FLIPPED] or None,
+    }
+
+
+def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[str, Any]:
+    """Flatten one run record (its verdict, repeat 1) and its repeated verifications into a summary row:
+    a function of those result.json files alone."""
     timings = result.timings
     usage = result.agent_result
     record = result.to_dict()
@@ -76,7 +107,10 @@ def summary_row(result: RunResult) -> dict[str, Any]:
         cache_tokens=usage.get("n_cache_tokens"),
         output_tokens=usage.get("n_output_tokens"),
         cost_usd=usage.get("cost_usd"),
+        fresh_reward=(result.fresh_verdict or {}).get("reward"),
+        verdicts_disagree=bool(result.flags.get("verdicts")) if result.fresh_verdict else None,
     )
+    row.update(repeat_columns(result, repeats))
     return row
 
 
@@ -84,9 +118,15 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(SUMMARY_SCHEMA)
 
 
-def summarize(result_paths: Iterable[Path]) -> pd.DataFrame:
-    """One row per run, typed by SUMMARY_SCHEMA, sorted by agent, task, attempt."""
-    rows = [summary_row(RunResult.read(Path(p))) for p in result_paths]
+def summarize(result_paths: Iterable[Path], repeat_paths: Iterable[Path] = ()) -> pd.DataFrame:
+    """One row per run (its verdict, repeat 1), with what its repeated verifications say, typed by
+    SUMMARY_SCHEMA, sorted by agent, task, attempt."""
+    repeats: dict[tuple[str, str, int], list[RunResult]] = {}
+    for path in repeat_paths:
+        result = RunResult.read(Path(path))
+        repeats.setdefault((result.agent, result.task, result.attempt), []).append(result)
+    verdicts = [RunResult.read(Path(p)) for p in result_paths]
+    rows = [summary_row(r, repeats.get((r.agent, r.task, r.attempt), ())) for r in verdicts]
     frame = _typed(pd.DataFrame(rows, columns=SUMMARY_COLUMNS))
     return frame.sort_values(["agent", "task", "attempt"], ignore_index=True)
 

@@ -19,8 +19,10 @@ Predicted patches are applied by the same script: the patch as given and then no
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import re
+import shlex
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -292,13 +294,74 @@ def _capture_once(
     return done.exit_code, record
 
 
+# --------------------------------------------------------------------------- capture by a hook
+
+
+HOOK_DIR = "kotlin-bench"  # under the directory a hook writes into (Harbor: /logs/artifacts)
+HOOK_SCRIPT = "/tmp/kotlin-bench-handoff.sh"
+
+
+def hook_command(task: Task, limits: Limits, out_dir: str) -> str:
+    """A shell command that captures the agent's work inside its own container, for a runner that runs
+    commands there after the agent (a Harbor trial's `[[verifier.collect]]` hook, before its verifier):
+    the same handoff.sh capture, its diff, git's messages, the exit code and the left-out records
+    written into `out_dir/kotlin-bench/` (`read_hook`). POSIX sh; the script travels as base64."""
+    encoded = base64.b64encode(script().encode()).decode()
+    out = f"{out_dir}/{HOOK_DIR}"
+    argv = _argv(
+        "capture",
+        task.repo_dir,
+        task.base_commit,
+        f"{task.repo_dir}/.git/objects",
+        str(limits.max_file_bytes),
+        str(limits.max_diff_bytes),
+        *limits.exclude,
+    )[3:]  # after `bash -c <script>`: "handoff.sh", CAP, "capture", ...
+    args = " ".join(shlex.quote(a) for a in argv)
+    prepare = " ".join(shlex.quote(a) for a in _argv("prepare")[3:])
+    run = f'bash -c "$(cat {HOOK_SCRIPT})"'
+    return (
+        f"mkdir -p {out} && echo {encoded} | base64 -d > {HOOK_SCRIPT} && {run} {prepare} && "
+        f"{{ {run} {args} > {out}/{names.AGENT_DIFF} 2> {out}/{names.CAPTURE_LOG}; echo $? > {out}/exit_code; }}; "
+        f"cp {CAP}/out/left-out {CAP}/out/errors {out}/ 2>/dev/null; true"
+    )
+
+
+def read_hook(hook_dir: Path, limits: Limits) -> Capture:
+    """What a capture by `hook_command` left in `hook_dir` (the hook's `kotlin-bench/` directory, copied
+    out by the runner): the record; `hook_dir/agent.diff` is the diff when it was captured."""
+    try:
+        code = int((hook_dir / "exit_code").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return Capture(
+            Outcome.UNAVAILABLE,
+            message="the capture hook left no exit code (it did not run, or ran out of time)",
+        )
+    record = Capture(OUTCOMES.get(code, Outcome.UNAVAILABLE))
+    record.errors, repos = _errors(_read(hook_dir / "errors"))
+    record.left_out = _left_out(_read(hook_dir / "left-out"), repos)
+    diff = hook_dir / names.AGENT_DIFF
+    record.diff_bytes = diff.stat().st_size if diff.is_file() else 0
+    if record.outcome is not Outcome.CAPTURED:
+        why = EXIT_TEXT.get(code, f"handoff.sh capture exited with {code}")
+        record.message = why.format(repo="the repository", limits=limits)
+    return record
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()[:MAX_RECORD_BYTES]
+    except OSError:
+        return b""
+
+
 # --------------------------------------------------------------------------- apply
 
 
 def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> bool:
-    """Apply the captured diff in the fresh verifier container; False when git refuses it."""
-    if diff.stat().st_size == 0:
-        return True
+    """Apply the captured diff in the fresh verifier container, whose tree is first put at the base commit
+    (also for an empty diff: what the warm-up left there is the agent's to keep); False when git refuses
+    it."""
     _prepared(container)
     containers.copy_file_in(container, diff, CAP)
     argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")

@@ -11,10 +11,11 @@
 #       separated). Paths git could not add are in CAP/out/errors. OBJECTS is the object store that
 #       holds BASE: the repository's own (REPO/.git/objects) or a pristine copy put into CAP/pristine.
 #   handoff.sh CAP apply-diff  REPO BASE DIFF
-#       Apply a captured diff to the work tree (a fresh verifier container: the work tree is at BASE).
+#       Apply a captured diff to the work tree of a fresh verifier container, first put at BASE (tracked
+#       files as at BASE, untracked files that are not ignored removed: what the warm-up left there).
 #   handoff.sh CAP apply-patch REPO BASE PATCH...
 #       Apply the first of the candidate patches that applies, trying SWE-bench's appliers in order on
-#       each (the work tree is at BASE, and is reset to it after each applier that fails); prints
+#       each (the work tree is put at BASE first, and again after each applier that fails); prints
 #       "applied<TAB>candidate index<TAB>applier", or "failed" and the last applier's message.
 #
 # Hermetic: the script re-runs itself under `env -i` (nothing the agent exported reaches git), and git
@@ -239,9 +240,20 @@ capture() {
 
 # --------------------------------------------------------------------------- apply
 
+# The work tree of a fresh container is the image's, as the warm-up left it (which may have changed files
+# or added some); a captured diff and a predicted patch both lead from BASE, so the tree is put at BASE
+# first (the private index read from BASE; reset_work_tree below).
+tree_at_base() {
+    local repo=$1 base=$2
+    hermetic_git "$repo" "$repo/.git/objects" "$base" && cd "$repo" && git read-tree "$base" || return 1
+    git update-index -q --refresh >/dev/null
+    reset_work_tree
+}
+
 apply_diff() {
     local repo=$1 base=$2 diff=$3
-    hermetic_git "$repo" "$repo/.git/objects" "$base" && cd "$repo" || return $SETUP_FAILED
+    tree_at_base "$repo" "$base" || return $SETUP_FAILED
+    [ -s "$diff" ] || return 0
     git apply --binary --whitespace=nowarn -- "$diff"
 }
 
@@ -257,8 +269,8 @@ try_applier() {
     esac
 }
 
-# Back to BASE after an applier that failed half-way (--reject and patch write what applies): tracked
-# files from the private index, new files removed. The work tree was at BASE before the first applier.
+# Back to BASE (before the first applier, and after one that failed half-way: --reject and patch write
+# what applies): tracked files from the private index, new files that are not ignored removed.
 reset_work_tree() {
     git diff-files --name-only -z | git checkout-index -f -z --stdin
     git ls-files -o -z --exclude-standard | xargs -0 -r rm -f --
@@ -269,9 +281,7 @@ reset_work_tree() {
 apply_patch() {
     local repo=$1 base=$2 k=0 patch applier message=""
     shift 2
-    hermetic_git "$repo" "$repo/.git/objects" "$base" && cd "$repo" && git read-tree "$base" \
-        || return $SETUP_FAILED
-    git update-index -q --refresh >/dev/null
+    tree_at_base "$repo" "$base" || return $SETUP_FAILED
     for patch in "$@"; do
         for applier in "${APPLIERS[@]}"; do
             if [[ $applier == patch* ]] && ! command -v patch >/dev/null; then

@@ -1,124 +1,203 @@
-"""One run (task, agent, attempt): solved by its agent kind, then verified (`kotlin_bench.runs.solve`,
-`kotlin_bench.runs.verify`); and the records of runs that failed for good.
+"""The two steps of a run (task, agent, attempt) as jobs run them, and the records of steps that failed.
 
-An unresolved task is a result. A failure of the harness or the engine raises; the caller decides
-whether to retry or record it as an `error` result (`record_error`).
+- `solve_step`: the agent kind solves the run (`kotlin_bench.runs.solve`); the work record is written.
+- `verify_step`: a verdict on the work record (`kotlin_bench.runs.verify`), once or several times
+  (`verify: {repeats: N}`, each repeat in a directory of its own).
 
-Only one process works on a run directory at a time (a lock beside it: a run orphaned by a killed
-Snakemake finishes before a new try clears it), and the containers of a run carry its key, which names
-the workflow directory too, so two checkouts never reap each other's containers.
+An unresolved task is a result. A failure of the harness or the engine raises; the caller retries or,
+after the last try, records it: a solve step that failed for good leaves a work record with status
+`error` (its verify step then records the run as an error of step `solve`, without a container); a
+verify step that failed for good leaves an error result of step `verify`, the work untouched.
+
+Only one process works on a directory at a time (a lock beside it: a job orphaned by a killed Snakemake
+finishes before a new try clears it), and each step's containers carry a key that names the workflow
+directory, so two checkouts never reap each other's containers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult
+from kotlin_bench.core.fsutil import file_sha256
+from kotlin_bench.core.record import RunResult, WorkRecord, WorkStatus
 from kotlin_bench.dataset.task import Task
-from kotlin_bench.engine.engine import EngineSettings, connect
+from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 from kotlin_bench.engine.images import image_id
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents import Agent, kind_of
-from kotlin_bench.runs.solve import SolveContext
-from kotlin_bench.runs.verify import VerifierOptions, VerifyContext, verify
+from kotlin_bench.runs.solve import SolveContext, clear
+from kotlin_bench.runs.verify import VerifierOptions, VerifyContext, clear_verification, result_of, verify
 from kotlin_bench.scoring.reasons import Reason
+
+SOLVE, VERIFY = "solve", "verify"  # a result's `failed_step`
 
 
 class RunError(RuntimeError):
-    """The harness or the engine failed; the run has no valid result."""
+    """The harness or the engine failed; the step has no valid record."""
 
 
 @contextlib.contextmanager
-def exclusive(run_dir: Path) -> Iterator[None]:
-    """Hold the run's lock: a run orphaned by a killed Snakemake finishes before a new try clears it."""
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    with (run_dir.parent / f".{run_dir.name}.lock").open("w") as lock:
+def exclusive(directory: Path) -> Iterator[None]:
+    """Hold the directory's lock: a job orphaned by a killed Snakemake finishes before a new try clears it."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with (directory.parent / f".{directory.name}.lock").open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"kotlin-bench: another process is working on {run_dir}; waiting for it", flush=True)
+            print(f"kotlin-bench: another process is working on {directory}; waiting for it", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
-def run(
+def _present(
+    task: Task, expected_image_id: str | None, settings: EngineSettings | None
+) -> tuple[Engine, str]:
+    """The engine (config `engine:`; Docker by default) and the id of the task image in it (the image the
+    workflow built, by id: another checkout may have moved the tag)."""
+    engine = connect(settings)
+    client = engine.client
+    found = expected_image_id or image_id(client, task.image)
+    if found is None or image_id(client, found) is None:
+        raise RunError(
+            f"the image built for {task.image} ({(found or 'no id')[:19]}) is no longer in the engine; "
+            f"delete its sentinel {names.task_sentinel(task.id)} to rebuild it"
+        )
+    return engine, found
+
+
+def solve_step(
     task: Task,
     agent: Agent,
     attempt: int,
-    run_dir: Path,
+    work_dir: Path,
     expected_image_id: str | None = None,
-    options: VerifierOptions | None = None,
     limits: handoff.Limits | None = None,
     root: Path | None = None,
     engine: EngineSettings | None = None,
-) -> RunResult:
-    """Solve and verify one (task, agent, attempt) on `engine` (config `engine:`; Docker by default);
-    returns the result written to result.json. `limits` bound the capture of the agent's work
-    (config.yaml `capture:`; defaults otherwise)."""
+) -> WorkRecord:
+    """Solve one (task, agent, attempt) on `engine` (config `engine:`); returns the work record written
+    to `work_dir/work.json`."""
     if not task.has_expected_tests:
-        raise RunError(f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored")
-    with exclusive(run_dir):
-        connected = connect(engine)
-        client = connected.client
-        # Containers start from the image the workflow built (its id), not from the tag, which another
-        # checkout of the workflow may have moved to an image of its own.
-        found = expected_image_id if expected_image_id else image_id(client, task.image)
-        if found is None or image_id(client, found) is None:
-            raise RunError(
-                f"the image built for {task.image} ({(found or 'no id')[:19]}) is no longer in the engine; "
-                f"delete its sentinel {names.task_sentinel(task.id)} to rebuild it"
-            )
-        key = names.run_key(agent.name, task.id, attempt)
-        work_dir = run_dir / names.WORK_DIR
+        raise RunError(
+            f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored, so it is not solved"
+        )
+    kind = kind_of(agent)
+    with exclusive(work_dir):
+        connected, image = _present(task, expected_image_id, engine) if kind.needs_image else (None, None)
         ctx = SolveContext(
             connected,
             task,
             agent,
             attempt,
             work_dir,
-            found,
+            image,
             limits or handoff.Limits(),
-            key,
+            names.run_key(agent.name, task.id, attempt),
             root or Path.cwd(),
+            read_files(kind.inputs(agent, task.path), task.path),
         )
-        work = kind_of(agent).solve(ctx)
-        return verify(
-            VerifyContext(connected, task, work_dir, run_dir, found, key, options or VerifierOptions()), work
-        )
+        return kind.solve(ctx)
 
 
-def new_result(task: Task, agent: Agent, attempt: int) -> RunResult:
-    """A run record naming the task, agent and attempt (status error until scored)."""
-    return RunResult(task.id, task.repository, agent.name, agent.kind, agent.model, attempt, image=task.image)
+def read_files(inputs: list[Path], task_dir: Path) -> tuple[str, ...]:
+    """The materialized task files a solve step reads: the instruction, and those of the kind's inputs."""
+    kind_reads = [p.relative_to(task_dir).as_posix() for p in inputs if p.is_relative_to(task_dir)]
+    return (names.INSTRUCTION, *(rel for rel in kind_reads if rel in names.MATERIALIZED))
 
 
-def record_error(
-    task: Task, agent: Agent, attempt: int, run_dir: Path, error: BaseException, history: str = ""
+def verify_step(
+    task: Task,
+    work_path: Path,
+    verify_dir: Path,
+    repeat: int = 1,
+    expected_image_id: str | None = None,
+    options: VerifierOptions | None = None,
+    engine: EngineSettings | None = None,
 ) -> RunResult:
-    """Record a run that failed for good as an `error` result, so it is visible and can be rerun.
+    """Verify the work record at `work_path` on `engine` (config `engine:`); returns the result written to
+    `verify_dir/result.json`."""
+    work = WorkRecord.read(work_path)
+    with exclusive(verify_dir):
+        if work.status is WorkStatus.ERROR:
+            return _solve_failed(task, work, work_path, verify_dir, repeat)
+        connected, image = _present(task, expected_image_id, engine)
+        key = names.verify_key(work.agent, task.id, work.attempt, repeat)
+        ctx = VerifyContext(
+            connected,
+            task,
+            work_path.parent,
+            verify_dir,
+            image,
+            key,
+            options or VerifierOptions(),
+            repeat,
+            file_sha256(work_path),
+        )
+        return verify(ctx, work)
 
-    `history` holds the failures of the earlier tries, one line each; it is kept in the result."""
-    result = RunResult.for_error(
-        new_result(task, agent, attempt), error, Reason.INFRASTRUCTURE, tries=history.splitlines()
-    )
-    result.write(run_dir / names.RESULT_FILE)
+
+def _solve_failed(task: Task, work: WorkRecord, work_path: Path, verify_dir: Path, repeat: int) -> RunResult:
+    """The run of a solve step that failed for good: an error result of step `solve`, no container."""
+    clear_verification(verify_dir)
+    result = result_of(work, task)
+    result.repeat, result.work_sha256 = repeat, file_sha256(work_path)
+    reason = work.outcome or Reason.INFRASTRUCTURE  # task_invalid when the task directory was unusable
+    result = RunResult.for_error(result, work.error or "the solve step failed", reason, work.tries)
+    result.failed_step = SOLVE
+    result.write(verify_dir / names.RESULT_FILE)
+    return result
+
+
+def record_solve_error(
+    task: Task, agent: Agent, attempt: int, work_dir: Path, error: BaseException, tries: list[str]
+) -> WorkRecord:
+    """A solve step that failed on every try: a work record with status error, so that the run shows as
+    an error (step `solve`) and `kotlin-bench errors --delete` can make it rerun."""
+    clear(work_dir)
+    work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
+    work.status, work.image = WorkStatus.ERROR, task.image
+    work.error = f"{type(error).__name__}: {error}"[:2000]
+    work.tries = [line for line in tries if line.strip()]
+    work.write(work_dir / names.WORK_FILE)
+    return work
+
+
+def record_verify_error(
+    task: Task, work_path: Path, verify_dir: Path, repeat: int, error: BaseException, tries: list[str]
+) -> RunResult:
+    """A verify step that failed on every try: an error result of step `verify`; the work is untouched."""
+    clear_verification(verify_dir)
+    result = result_of(WorkRecord.read(work_path), task)
+    result.repeat, result.work_sha256 = repeat, file_sha256(work_path)
+    result = RunResult.for_error(result, error, Reason.INFRASTRUCTURE, tries)
+    result.failed_step = VERIFY
+    result.write(verify_dir / names.RESULT_FILE)
     return result
 
 
 def record_invalid_task(
-    task_id: str, agent: Agent, attempt: int, run_dir: Path, error: Exception
-) -> RunResult:
-    """Record a run whose task directory is unusable (`kotlin_bench.dataset.task.TaskError`) as an
-    `error` result."""
-    base = RunResult(task_id, "", agent.name, agent.kind, agent.model, attempt)
-    result = RunResult.for_error(base, error, Reason.TASK_INVALID)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    result.write(run_dir / names.RESULT_FILE)
+    task_id: str, agent: Agent, attempt: int, work_dir: Path, error: Exception
+) -> WorkRecord:
+    """A solve step whose task directory is unusable (`kotlin_bench.dataset.task.TaskError`): a work
+    record with status error and outcome `task_invalid` naming the file; the run's verify step turns it
+    into an error result, so that the summary of the other tasks is made."""
+    clear(work_dir)
+    work = WorkRecord(task_id, "", agent.name, agent.kind, agent.model, attempt)
+    work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.TASK_INVALID, str(error)[:2000]
+    work.write(work_dir / names.WORK_FILE)
+    return work
+
+
+def record_unverifiable(work_path: Path, verify_dir: Path, repeat: int, error: Exception) -> RunResult:
+    """A verify step whose task directory is unusable: an error result (reason `task_invalid`)."""
+    clear_verification(verify_dir)
+    work = WorkRecord.read(work_path)
+    result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
+    result = RunResult.for_error(result, error, Reason.TASK_INVALID)
+    result.failed_step, result.repeat = VERIFY, repeat
+    result.write(verify_dir / names.RESULT_FILE)
     return result

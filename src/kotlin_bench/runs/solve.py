@@ -20,7 +20,6 @@ the engine raises: the step has no record.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
+from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import WorkRecord
 from kotlin_bench.engine import containers
 from kotlin_bench.engine.phase import Limits, PhaseContainer
@@ -54,20 +54,24 @@ CAPTURE_REASONS = {
 class SolveContext:
     """What the solve step of one (task, agent, attempt) works with."""
 
-    engine: Engine
+    engine: Engine | None  # None for kinds that need no image (`AgentKind.needs_image`)
     task: Task
     agent: Agent
     attempt: int
     work_dir: Path
-    image_id: str
+    image_id: str | None
     limits: handoff.Limits
     key: str
     root: Path  # the workflow directory
+    read: tuple[str, ...] = (names.INSTRUCTION,)  # materialized task files the agent phase reads
 
     def new_record(self) -> WorkRecord:
         task, agent = self.task, self.agent
         record = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt)
         record.image, record.image_id = task.image, self.image_id
+        record.inputs = {
+            rel: file_sha256(task.path / rel) for rel in self.read if (task.path / rel).is_file()
+        }
         return record
 
 
@@ -98,6 +102,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     """The agent phase in a container from the task image (`act(container, log_path, env)`), then the
     capture of its work; returns the record written to work.json."""
     task, work_dir = ctx.task, ctx.work_dir
+    assert ctx.engine is not None and ctx.image_id is not None, "an agent that acts needs the task image"
     clear(work_dir)
     record = ctx.new_record()
     started = time.monotonic()
@@ -162,11 +167,3 @@ def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:
             log.write(f"\nkotlin-bench: the agent phase {what}\n")
         box.restart()
     return hit
-
-
-def file_sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            sha.update(chunk)
-    return sha.hexdigest()

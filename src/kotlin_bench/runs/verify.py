@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, WorkRecord, digests
+from kotlin_bench.core.record import PatchKind, RunResult, WorkRecord, digests
+from kotlin_bench.dataset.predictions import patch_candidates
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
 from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reasons
@@ -71,10 +72,12 @@ class VerifyContext:
     engine: Engine
     task: Task
     work_dir: Path
-    run_dir: Path  # where result.json, verifier.log and verifier/ go
+    run_dir: Path  # where result.json, verifier.log and verifier/ go (a repeat's own directory)
     image_id: str
     key: str
     options: VerifierOptions
+    repeat: int = 1
+    work_sha256: str | None = None
 
 
 def result_of(work: WorkRecord, task: Task) -> RunResult:
@@ -107,6 +110,7 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
     clear_verification(ctx.run_dir)
     started = time.monotonic()
     result = result_of(work, ctx.task)
+    result.repeat, result.work_sha256 = ctx.repeat, ctx.work_sha256
     if work.outcome:
         result.score(0.0, work.outcome, work.outcome)
         result.error = work.error
@@ -114,6 +118,8 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
         _harbor_verdict(ctx, result, work)
     else:
         _verify_in_container(ctx, work, result)
+        if work.harbor is not None:
+            _beside_the_trials_verdict(result, work.harbor)
     if work.agent_process_limit and result.reward != 1.0:
         _agent_outcome(result, f"{Reason.PROCESS_LIMIT}: in the agent phase")
     elif work.agent_timed_out and result.reward != 1.0:
@@ -145,6 +151,20 @@ def _harbor_verdict(ctx: VerifyContext, result: RunResult, work: WorkRecord) -> 
     result.error = harbor.get("error")
 
 
+def _beside_the_trials_verdict(result: RunResult, harbor: dict[str, Any]) -> None:
+    """A trial that verified in the agent's container (Harbor) keeps its verdict (the published protocol);
+    ours, on the captured work in a fresh container, goes beside it, and a disagreement is flagged."""
+    fresh = {"reward": result.reward, "reason": result.reason, "detail": result.reason_detail}
+    result.fresh_verdict = fresh
+    result.score(float(harbor.get("reward") or 0.0), harbor.get("reason"), harbor.get("detail"))
+    result.error = harbor.get("error") or result.error
+    if fresh["reward"] != result.reward:
+        result.flags["verdicts"] = [
+            f"the trial's verifier says {result.reward:g}, a fresh container says {fresh['reward']:g}"
+            f" ({fresh['reason'] or 'resolved'})"
+        ]
+
+
 def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult) -> None:
     task, run_dir = ctx.task, ctx.run_dir
     assert work.diff is not None
@@ -153,8 +173,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
     limits = Limits.of(task, ctx.engine.settings)
     result.engine = ctx.engine.describe()
     with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits) as box:
-        if not handoff.apply_diff(box.container, task, diff, run_dir / names.VERIFIER_LOG):
-            result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
+        if not _apply(box, task, work, diff, result, run_dir / names.VERIFIER_LOG):
             return
         box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
         with box.network(task.verifier) as net:
@@ -200,6 +219,29 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
         result.score(1.0)
     else:
         result.score(0.0, classify(raw, out / names.TEST_OUTPUT_LOG), detail_of(raw))
+
+
+def _apply(
+    box: PhaseContainer, task: Task, work: WorkRecord, patch: Path, result: RunResult, log: Path
+) -> bool:
+    """Apply the work's patch in the verifier container; False (and the result scored) when it does not
+    apply. A captured diff is applied as is; a predicted patch as given, then normalised, each with
+    SWE-bench's appliers (the applier and the normalisations are recorded)."""
+    if work.patch is PatchKind.CAPTURED:
+        if handoff.apply_diff(box.container, task, patch, log):
+            return True
+        result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
+        return False
+    text = patch.read_bytes().decode("utf-8", errors="surrogateescape")
+    _done, applied = handoff.apply_patch(
+        box.container, task, patch_candidates(text), log, handoff.APPLY_TIMEOUT
+    )
+    result.capture = {**result.capture, "prediction": applied.to_record()}
+    if applied.applier:
+        return True
+    result.score(0.0, Reason.PATCH_NOT_APPLIED, Reason.PATCH_NOT_APPLIED)
+    result.error = applied.message or None
+    return False
 
 
 def _read_reward(out: Path) -> float:

@@ -39,10 +39,11 @@ def _root(text: str) -> etree.Element:
     does, any other root is read for its test cases all the same (as the verifier does)."""
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise ReadError("xml_rejected", "DOCTYPE/ENTITY declarations are not allowed")
+    text = jc.strip_document(text)
     try:
-        root = etree.fromstring(text.lstrip(jc.BOM).encode("utf-8"))
+        root = etree.fromstring(text.encode("utf-8"))
     except ParseError:
-        root = etree.fromstring(jc.COMMENT_RE.sub("", text).lstrip(jc.BOM).encode("utf-8"))
+        root = etree.fromstring(jc.COMMENT_RE.sub("", text).encode("utf-8"))
     if root.tag in ("testsuites", "testsuite"):
         return JUnitXml.fromroot(root)._elem
     return root

@@ -28,6 +28,7 @@ Steps, each named in errors (`<task>: <step>: ...`):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import subprocess
@@ -66,6 +67,7 @@ from kotlin_bench.dataset.spec import (
     split_paths,
     task_entry,
 )
+from kotlin_bench.tools.root import Rooted, add_root
 from kotlin_bench.validation.records import TaskValidation, ValidationError
 
 REF_RE = re.compile(
@@ -430,11 +432,20 @@ def add_task(options: Options, fetch_json: FetchJson | None = None) -> tuple[str
 
 
 def cmd_add_task(args: argparse.Namespace) -> int:
+    """Runs in the workflow directory (its config's relative paths are relative to it), with the paths
+    given on the command line taken from where the command was started."""
+    with contextlib.chdir(args.root):
+        return _add_task_command(
+            args, Path(args.spec).resolve(), Path(args.tasks_dir).resolve(), Path(args.config).resolve()
+        )
+
+
+def _add_task_command(args: argparse.Namespace, spec: Path, tasks_dir: Path, config: Path) -> int:
     options = Options(
         ref=args.ref,
-        spec=args.spec,
-        tasks_dir=args.tasks_dir,
-        config=args.config,
+        spec=spec,
+        tasks_dir=tasks_dir,
+        config=config,
         issues=tuple(args.issue),
         base_image=args.base_image,
         test_command=args.test_command,
@@ -466,13 +477,12 @@ def register(sub: Any) -> None:
     """The `add-task` subcommand of `kotlin-bench`."""
     p = sub.add_parser("add-task", help="add a pull request as a task; valid only once its validation passes")
     p.add_argument("ref", metavar="OWNER/REPO#PR", help="the pull request, e.g. examples/calc#6")
+    p.add_argument("--spec", type=Path, default=Rooted(names.BENCHMARK_SPEC), help="dataset specification")
+    p.add_argument("--tasks-dir", type=Path, default=Rooted("tasks"), help="task directories")
     p.add_argument(
-        "--spec", type=Path, default=Path("dataset/kotlin-bench.json"), help="dataset specification"
+        "--config", type=Path, default=Rooted("config.yaml"), help="workflow config (materialize, validation)"
     )
-    p.add_argument("--tasks-dir", type=Path, default=Path("tasks"), help="task directories")
-    p.add_argument(
-        "--config", type=Path, default=Path("config.yaml"), help="workflow config (materialize, validation)"
-    )
+    add_root(p)
     p.add_argument(
         "--issue", type=int, action="append", default=[], help="issue it resolves (default: from its body)"
     )

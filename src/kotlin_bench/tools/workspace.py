@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RecordError, RunResult
+from kotlin_bench.core.record import RecordError, RunResult, WorkRecord
 from kotlin_bench.engine.engine import EngineSettings
 
 NPM_PACKS = "examples/bases/toolchain/npm-packs"
@@ -129,7 +129,8 @@ class Workspace:
 
     @staticmethod
     def target(agent: str, task: str, attempt: int = 1) -> str:
-        return names.run_result(agent, task, attempt)
+        """A run's verdict: the verify step's output (the solve step runs first when its work is missing)."""
+        return names.verify_result(agent, task, attempt)
 
     def run_dir(self, agent: str, task: str, attempt: int = 1) -> Path:
         return self.root / names.run_dir(agent, task, attempt)
@@ -140,9 +141,24 @@ class Workspace:
         except RecordError:
             return None
 
-    def tries(self, agent: str, task: str, attempt: int = 1) -> str:
-        path = self.root / names.tries_log(agent, task, attempt)
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
+    def work(self, agent: str, task: str, attempt: int = 1) -> WorkRecord | None:
+        try:
+            return WorkRecord.read(self.root / names.work_record(agent, task, attempt))
+        except RecordError:
+            return None
+
+    def tries(self, agent: str, task: str, attempt: int = 1, step: str = "all") -> str:
+        """The failed tries of a run's steps (`solve`, `verify`, or `all`), one line each."""
+        logs = {
+            "solve": names.solve_log(agent, task, attempt),
+            "verify": names.verify_log(agent, task, attempt),
+        }
+        found = []
+        for name, log in logs.items():
+            path = self.root / names.tries_log(log)
+            if step in (name, "all") and path.is_file():
+                found.append(path.read_text(encoding="utf-8"))
+        return "".join(found)
 
     def tag(self) -> str:
         from kotlin_bench.core.names import workdir_tag

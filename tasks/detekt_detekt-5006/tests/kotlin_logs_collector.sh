@@ -6,10 +6,12 @@
 # Collects <repo_dir>/**/build/test-results/*/TEST*.xml (any module depth; regular files only,
 # symlinks are not followed). With a marker, only reports modified at or after the marker's
 # modification time (nanosecond precision) are collected, so reports left over from before the
-# run never count. The reports are concatenated verbatim, minus each one's XML declaration,
-# inside one <testsuites> root; the result is checked by junit_compare.py, not here. With no
-# report, <out_xml> is an empty <testsuites/>. Runs in the task container: bash, find, python3
-# (standard library only).
+# run never count. Each report is copied line by line inside one <testsuites> root, as the published
+# collector's bash `while IFS= read -r line` loop copies it: its leading lines that start with `<?xml`
+# are left out (the whole line), NUL bytes are dropped, and a last line without a final newline is
+# lost; every other byte is copied as it is. The result is checked by junit_compare.py, not here.
+# With no report, <out_xml> is an empty <testsuites/>. Runs in the task container: bash, find,
+# python3 (standard library only).
 #
 # Exit status: 0, or 3 when the reports together exceed KOTLIN_BENCH_MAX_REPORT_BYTES (default
 # 256 MiB): then <out_xml> is an empty <testsuites/> and nothing was merged (a flood of XML must not
@@ -46,14 +48,42 @@ find "$repo_dir" -type f -path '*/build/test-results/*/TEST*.xml' -print0 2>/dev
 
 read -r -d '' MERGE_PY <<'PY'
 import os
-import re
 import sys
 import tempfile
 
 list_file, out_xml, marker, max_bytes = sys.argv[1:5]
-DECLARATION = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*<\?xml\b.*?\?>", re.DOTALL)
-HEAD = 4096
+DECLARATION = b"<?xml"
 CHUNK = 1 << 20
+
+
+def copy_lines(report, out):
+    """Copy `report` as bash's `while IFS= read -r line; do printf '%s\\n' "$line"; done` does, leading
+    `<?xml` lines left out; streamed (a long line is read in chunks)."""
+    leading = True  # still among the report's leading declaration lines
+    state = "start"  # of the current line: start, undecided (its first bytes), copy or skip
+    head = b""
+    line_start = out.tell()
+    ended = True
+    while piece := report.readline(CHUNK):
+        ended = piece.endswith(b"\n")
+        data = piece.replace(b"\0", b"")
+        if state == "start":
+            line_start, head, state = out.tell(), b"", "undecided" if leading else "copy"
+        if state == "undecided":
+            head += data
+            data = b""
+            if len(head) >= len(DECLARATION) or ended:
+                state = "skip" if head.startswith(DECLARATION) else "copy"
+                leading = state == "skip"
+                data = head if state == "copy" else b""
+        if state == "copy":
+            out.write(data)
+        if ended:
+            state = "start"
+    if not ended:  # `read` fails on a last line without a newline: the loop never prints it
+        out.seek(line_start)
+        out.truncate()
+
 
 with open(list_file, "rb") as stream:
     paths = sorted(p for p in stream.read().split(b"\0") if p)
@@ -75,12 +105,8 @@ try:
         else:
             out.write(b"<testsuites>\n")
             for path in fresh:
-                # Streamed: only the head is searched for the declaration.
                 with open(path, "rb") as report:
-                    out.write(DECLARATION.sub(b"", report.read(HEAD), count=1).lstrip())
-                    while chunk := report.read(CHUNK):
-                        out.write(chunk)
-                out.write(b"\n")
+                    copy_lines(report, out)
             out.write(b"</testsuites>\n")
     os.chmod(tmp, 0o644)
     os.replace(tmp, out_xml)

@@ -49,7 +49,8 @@ READ_CHUNK = 1 << 20
 MAX_MISSING_LISTED = 50
 MAX_IDS_PER_REASON = 10
 
-PARAMETERIZED_RE = re.compile(r"\[[^\]]+\]")
+# As published: a bracket, at least one character on the same line, a closing bracket.
+PARAMETERIZED_RE = re.compile(r"\[.+?\]")
 COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 BOM = "\ufeff"
 HASH_SUFFIX_RE = re.compile(r"@[0-9a-fA-F]+$")
@@ -68,7 +69,7 @@ class VerifierInputError(Exception):
 
 
 def is_parameterized(part: str | None) -> bool:
-    """True if ``part`` has a bracketed section with at least one character inside."""
+    """True if ``part`` has a bracketed section with at least one character inside, all on one line."""
     return part is not None and PARAMETERIZED_RE.search(part) is not None
 
 
@@ -79,12 +80,14 @@ def strip_hash(part: str | None) -> str:
 
 def strip_suffix(part: str | None, suffixes: Sequence[str]) -> str | None:
     """``part`` without one trailing suffix of ``suffixes`` (Kotlin Multiplatform names a test of the JVM
-    target ``test[jvm]`` or ``test[desktop]``)."""
+    target ``test[jvm]`` or ``test[desktop]``). Trailing means what the published scorer's ``$`` means: at
+    the end, or just before a final newline (which then stays)."""
     if part is None:
         return None
     for suffix in suffixes:
-        if part.endswith(suffix):
-            return part[: -len(suffix)]
+        match = re.search(re.escape(suffix) + "$", part)
+        if match:
+            return part[: match.start()] + part[match.end() :]
     return part
 
 
@@ -112,10 +115,6 @@ def record(results: dict[str, str], test_id: str, status: str) -> None:
 # --------------------------------------------------------------------------- JUnit XML
 
 
-def _local_name(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
-
-
 @dataclass
 class JUnitResults:
     """Statuses by test id, and how many parameterized test cases were ignored."""
@@ -139,7 +138,8 @@ class _Case:
 
 class _TestCaseTarget:
     """ElementTree parser target: collects the status of every testcase (nested ones too), keeps no
-    text, rejects DOCTYPE."""
+    text, rejects DOCTYPE. Element names are matched exactly, as the published scorer's ``iter`` and
+    ``find`` do: a namespaced ``testcase``, ``failure`` or ``skipped`` is not one."""
 
     def __init__(self, suffixes: Sequence[str] = ()) -> None:
         self.results = JUnitResults()
@@ -152,12 +152,11 @@ class _TestCaseTarget:
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         self._depth += 1
-        local = _local_name(tag)
         if self._cases and self._depth == self._cases[-1].depth + 1:
             case = self._cases[-1]
-            case.skipped = case.skipped or local == "skipped"
-            case.failed = case.failed or local in ("failure", "error")
-        if local == "testcase":
+            case.skipped = case.skipped or tag == "skipped"
+            case.failed = case.failed or tag in ("failure", "error")
+        if tag == "testcase":
             self._cases.append(_Case(self._depth, dict(attrib)))
 
     def end(self, tag: str) -> None:
@@ -182,8 +181,9 @@ def parse_junit_file(
 ) -> JUnitResults:
     """Parse a (merged) JUnit XML file; raises VerifierInputError on anything untrustworthy.
 
-    As the published scorer does, bytes that are not UTF-8 are replaced (U+FFFD), and a document that
-    does not parse is parsed once more without its comments (a comment holding ``--`` is not XML)."""
+    As the published scorer does, bytes that are not UTF-8 are replaced (U+FFFD), a leading BOM and then
+    whitespace are dropped (`strip_document`), and a document that does not parse is parsed once more without
+    its comments (a comment holding ``--`` is not XML)."""
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -191,7 +191,7 @@ def parse_junit_file(
         try:
             return _parse_stream(path, max_bytes, suffixes)
         except ET.ParseError:
-            text = path.read_bytes()[:max_bytes].decode("utf-8", errors="replace")
+            text = strip_document(path.read_bytes()[:max_bytes].decode("utf-8", errors="replace"))
             return _parse_text(COMMENT_RE.sub("", text), suffixes)
     except VerifierInputError:
         raise
@@ -199,29 +199,42 @@ def parse_junit_file(
         raise VerifierInputError("xml_unreadable", f"{type(exc).__name__}: {exc}") from exc
 
 
+def strip_document(text: str) -> str:
+    """The text the published scorer parses: without leading BOMs, then without surrounding whitespace."""
+    return text.lstrip(BOM).strip()
+
+
 def _parse_stream(path: Path, max_bytes: int, suffixes: Sequence[str]) -> JUnitResults:
+    """`_parse_text(strip_document(<the file>))`, streamed (trailing whitespace is no part of the XML)."""
     parser = ET.XMLParser(target=_TestCaseTarget(suffixes))
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")
     total = 0
+    at_start = True  # nothing but (leading BOMs and) whitespace fed yet
     with path.open("rb") as stream:
         while chunk := stream.read(READ_CHUNK):
             total += len(chunk)
             if total > max_bytes:
                 raise VerifierInputError("xml_rejected", f"more than {max_bytes} bytes")
-            parser.feed(utf8.decode(chunk).lstrip(BOM) if total == len(chunk) else utf8.decode(chunk))
+            text = utf8.decode(chunk)
+            if total == len(chunk):
+                text = text.lstrip(BOM)
+            if at_start:
+                text = text.lstrip()
+                at_start = not text
+            parser.feed(text)
     parser.feed(utf8.decode(b"", True))
     return parser.close()
 
 
 def _parse_text(text: str, suffixes: Sequence[str]) -> JUnitResults:
     parser = ET.XMLParser(target=_TestCaseTarget(suffixes))
-    parser.feed(text.lstrip(BOM))
+    parser.feed(text)
     return parser.close()
 
 
 def parse_junit_text(text: str | bytes, suffixes: Sequence[str] = ()) -> JUnitResults:
     """Parse JUnit XML held in memory (same rules as parse_junit_file)."""
-    decoded = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    decoded = strip_document(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text)
     try:
         try:
             return _parse_text(decoded, suffixes)
@@ -252,28 +265,28 @@ def _id_list(value: Any, where: str) -> list[str]:
 
 
 def _result_statuses(value: Any, where: str) -> dict[str, str]:
+    """A result object's statuses; a missing list is empty, and a test in two lists has the status of the
+    first in the order passed, failed, skipped (the published scorer looks them up in that order)."""
     if not isinstance(value, dict):
         raise VerifierInputError("expected_invalid", f"{where} must be an object")
     statuses: dict[str, str] = {}
     for key, status in RESULT_LISTS.items():
-        for test_id in _id_list(value.get(key), f"{where}.{key}"):
-            previous = statuses.setdefault(test_id, status)
-            if previous != status:
-                raise VerifierInputError(
-                    "expected_invalid", f"{where}: {test_id!r} is both {previous} and {status}"
-                )
+        for test_id in _id_list(value.get(key, []), f"{where}.{key}"):
+            statuses.setdefault(test_id, status)
     return statuses
 
 
 def parse_expected(data: Any) -> Expected:
-    """Validate the decoded expected_tests.json."""
+    """Validate the decoded expected_tests.json, as leniently as the published scorer reads it: a missing
+    list or result object is empty. A value of the wrong type (a list that is not a list of strings, a
+    result that is not an object) makes the file invalid."""
     if not isinstance(data, dict):
         raise VerifierInputError("expected_invalid", "top level must be an object")
-    lists = {cat: _id_list(data.get(f"{cat}_tests"), f"{cat}_tests") for cat in CATEGORIES}
+    lists = {cat: _id_list(data.get(f"{cat}_tests", []), f"{cat}_tests") for cat in CATEGORIES}
     return Expected(
         lists=lists,
-        test_patch=_result_statuses(data.get("test_patch_result"), "test_patch_result"),
-        run=_result_statuses(data.get("run_result"), "run_result"),
+        test_patch=_result_statuses(data.get("test_patch_result", {}), "test_patch_result"),
+        run=_result_statuses(data.get("run_result", {}), "run_result"),
     )
 
 

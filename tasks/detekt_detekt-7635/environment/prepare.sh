@@ -4,12 +4,16 @@
 # Usage: prepare.sh <prepare.env>
 #
 # <prepare.env> (generated per task) sets REPO_DIR, BASE_COMMIT, GIT_CONFIG (key value pairs),
-# GIT_INFO_EXCLUDE (patterns) and WARMUP (the generated warm-up script). This script checks out
-# BASE_COMMIT (fetching it from origin if the clone lacks it), makes the repository settings, verifies
-# the tree is clean, runs the warm-up in REPO_DIR (the warm-up script decides whether a failing step
-# stops the image build, as the published task does), then removes every test result the warm-up left,
-# reverts what it changed (a warm-up patch included) and verifies HEAD again. Ignored build outputs and
-# the Gradle caches outside the tree are kept: they are the warm cache.
+# GIT_INFO_EXCLUDE (patterns), WARMUP (the generated warm-up script) and AFTER_WARMUP. This script
+# checks out BASE_COMMIT (fetching it from origin if the clone lacks it), makes the repository settings,
+# verifies the tree is clean and runs the warm-up in REPO_DIR (the warm-up script decides whether a
+# failing step stops the image build, as the published task does). Then, as the published task does:
+#   AFTER_WARMUP=keep   the tree stays as the warm-up left it: its build outputs and test results
+#                       (build/test-results included), and any file it changed or added;
+#   AFTER_WARMUP=reset  tracked files are reset to BASE_COMMIT and untracked files that are not ignored
+#                       are removed (`git reset --hard`, `git clean -fd`: ignored build outputs stay),
+#                       and the tree must then be clean.
+# HEAD is verified at BASE_COMMIT again. The Gradle caches outside the tree are the warm cache.
 set -euo pipefail
 
 if [ "$#" -ne 1 ] || [ ! -f "$1" ]; then
@@ -55,9 +59,17 @@ if [ -x ./gradlew ]; then
     ./gradlew --stop >/dev/null 2>&1 || true
 fi
 
-# No test result of the warm-up may survive into the image, and the tree must be clean again.
-find . -type d -path '*/build/test-results' -prune -exec rm -rf {} +
-git reset --quiet --hard "$BASE_COMMIT"
-git clean -fd --quiet
+case "$AFTER_WARMUP" in
+    keep) ;;
+    reset)
+        git reset --quiet --hard "$BASE_COMMIT"
+        git clean -fd --quiet
+        bash "$(dirname "$0")/check_git_changes.sh" "$REPO_DIR"
+        ;;
+    *)
+        log "AFTER_WARMUP=$AFTER_WARMUP: expected keep or reset"
+        exit 2
+        ;;
+esac
 verify_head "after the warm-up"
 log "ready at $BASE_COMMIT"

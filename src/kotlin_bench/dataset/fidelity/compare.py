@@ -7,24 +7,36 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench.dataset.fidelity.facts import (
     AGENT_TOOLS,
+    agent_phase,
     our_preparation,
     our_seal,
+    our_starting_tree,
     our_verifier,
     parse_dockerfile,
     parse_init_script,
     published_preparation,
     published_seal,
+    published_starting_tree,
     published_verifier,
+    size_cap,
 )
 from kotlin_bench.dataset.fidelity.model import Difference, FidelityReport, Impact
-from kotlin_bench.dataset.fidelity.probes import PROBES, run_scorer
+from kotlin_bench.dataset.fidelity.probes import PROBES, REPORT_PROBES, Pipeline, run_pipeline, run_scorer
 from kotlin_bench.dataset.materialize import PublishedReader, PublishedSource
 from kotlin_bench.dataset.spec import Dataset, TaskSpec
+
+# What a runner adds to the environment of an agent phase in a network mode with these allowed hosts.
+AgentEnv = Callable[[str, Sequence[str]], Mapping[str, str]]
+# The published runner (Harbor 0.25) enforces an allowlist with a transparent egress sidecar: it adds no
+# variable to the agent's environment, whatever the mode.
+PUBLISHED_AGENT_ENV: Mapping[str, str] = {}
 
 # --------------------------------------------------------------------------- comparison
 
@@ -116,24 +128,73 @@ def compare_task_toml(cmp: _Compare, task: TaskSpec, ours: str, published: str) 
         )
 
 
-def compare_scorers(cmp: _Compare, tasks: Sequence[tuple[TaskSpec, Path, bytes]], tmp: Path) -> None:
-    """Run each distinct published scorer and ours on every probe, with each task's own options."""
-    cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
-    for task, ours_script, published_source in tasks:
-        digest = hashlib.sha256(published_source).hexdigest()
-        published_script = tmp / "published" / digest / "junit_compare.py"
-        if not published_script.is_file():
-            published_script.parent.mkdir(parents=True, exist_ok=True)
-            published_script.write_bytes(published_source)
-        options = tuple(a for s in task.strip_name_suffixes for a in ("--strip-name-suffix", s))
+@dataclass(frozen=True)
+class PublishedScripts:
+    """A published task's scorer and collector (None: the task has none)."""
+
+    scorer: bytes | None
+    collector: bytes | None
+
+
+def _stored(tmp: Path, data: bytes, name: str) -> tuple[Path, str]:
+    """`data` written once under `tmp` by its digest; the path and the digest."""
+    digest = hashlib.sha256(data).hexdigest()
+    path = tmp / "published" / digest / name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return path, digest
+
+
+def _options(task: TaskSpec) -> tuple[str, ...]:
+    return tuple(a for s in task.strip_name_suffixes for a in ("--strip-name-suffix", s))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# What a probe gave a script, by the digests of the scripts, the options and the probe: a script's result
+# depends on nothing else, so each is run once per process.
+_RESULTS: dict[tuple[str, ...], str] = {}
+
+
+def compare_scorers(
+    cmp: _Compare, tasks: Sequence[tuple[TaskSpec, Path, PublishedScripts]], tmp: Path
+) -> None:
+    """Run each distinct published scorer and ours on every scorer probe, with each task's own options,
+    and each distinct published collector-and-scorer pipeline and ours on every report probe."""
+    cache = _RESULTS
+
+    def once(key: tuple[str, ...], run: Callable[[], str]) -> str:
+        if key not in cache:
+            cache[key] = run()
+        return cache[key]
+
+    for task, tests_dir, published in tasks:
+        if published.scorer is None:
+            continue
+        ours_scorer, options = tests_dir / "junit_compare.py", _options(task)
+        scorer, scorer_digest = _stored(tmp, published.scorer, "junit_compare.py")
+        ours_digest = _digest(ours_scorer)
         for probe in PROBES:
-            o_key = (hashlib.sha256(ours_script.read_bytes()).hexdigest(), probe.name, options)
-            p_key = (digest, probe.name, ())
-            if o_key not in cache:
-                cache[o_key] = run_scorer(ours_script, probe, tmp / "run", options)
-            if p_key not in cache:
-                cache[p_key] = run_scorer(published_script, probe, tmp / "run")
-            cmp.add(f"scorer.{_slug(probe.name)}", Impact.BEHAVIOUR, cache[o_key], cache[p_key], task)
+            o = once(
+                (ours_digest, probe.name, *options),
+                partial(run_scorer, ours_scorer, probe, tmp / "run", options),
+            )
+            pub = once((scorer_digest, probe.name), partial(run_scorer, scorer, probe, tmp / "run"))
+            cmp.add(f"scorer.{_slug(probe.name)}", Impact.BEHAVIOUR, o, pub, task)
+        if published.collector is None:
+            continue
+        collector, collector_digest = _stored(tmp, published.collector, "kotlin_logs_collector.sh")
+        ours = Pipeline(tests_dir / "kotlin_logs_collector.sh", ours_scorer, False, options)
+        theirs = Pipeline(collector, scorer, True)
+        ours_key = ("pipeline", _digest(ours.collector), ours_digest, *options)
+        theirs_key = ("pipeline", collector_digest, scorer_digest)
+        for report in REPORT_PROBES:
+            o = once((*ours_key, report.name), partial(run_pipeline, ours, report, tmp / "pipe"))
+            pub = once((*theirs_key, report.name), partial(run_pipeline, theirs, report, tmp / "pipe"))
+            cmp.add(f"pipeline.{_slug(report.name)}", Impact.BEHAVIOUR, o, pub, task)
 
 
 def _slug(text: str) -> str:
@@ -142,8 +203,9 @@ def _slug(text: str) -> str:
 
 def compare_task(
     cmp: _Compare, task: TaskSpec, task_dir: Path, read: Callable[[str], bytes | None]
-) -> bytes | None:
-    """Every file of one task that has a published counterpart; returns the published scorer, if any."""
+) -> PublishedScripts:
+    """Every file of one task that has a published counterpart; returns the published scorer and collector
+    (run on the probes by `compare_scorers`)."""
     report = cmp.report
 
     def text(rel: str) -> str | None:
@@ -171,6 +233,9 @@ def compare_task(
             published_preparation(prepare, patch_names),
         )
         cmp.facts("prepare", ours_prep, pub_prep, impacts, task)
+        impacts = _behaviour("test_results", "tracked_changes", "untracked_files", "clean_tree_required")
+        pub_tree = published_starting_tree(prepare, dockerfile or "")
+        cmp.facts("starting_tree", our_starting_tree(task_dir), pub_tree, impacts, task)
     if dockerfile is not None:
         ours_df = parse_dockerfile((task_dir / "environment/Dockerfile").read_text(encoding="utf-8"))
         pub_df = parse_dockerfile(dockerfile)
@@ -208,6 +273,7 @@ def compare_task(
             "deletes_stale_reports",
             "reward_zero_first",
             "reward_one_without_reports",
+            "other_processes",
         )
         cmp.facts("verifier", our_verifier(task_dir), published_verifier(test_sh), impacts, task)
     if task.init_script:
@@ -234,7 +300,21 @@ def compare_task(
         image = re.compile(r"^\s*image:\s*(\S+)", re.MULTILINE)
         ours_compose = (task_dir / "environment/docker-compose.yaml").read_text(encoding="utf-8")
         cmp.add("compose.image", Impact.COSMETIC, image.findall(ours_compose), image.findall(compose), task)
-    return read("tests/junit_compare.py")
+    scripts = PublishedScripts(read("tests/junit_compare.py"), read("tests/kotlin_logs_collector.sh"))
+    for kind, data, ours_file in (
+        ("scorer", scripts.scorer, "junit_compare.py"),
+        ("collector", scripts.collector, "kotlin_logs_collector.sh"),
+    ):
+        if data is not None:
+            ours_text = (task_dir / "tests" / ours_file).read_text(encoding="utf-8")
+            cmp.add(
+                f"{kind}.size_cap",
+                Impact.BEHAVIOUR,
+                size_cap(ours_text),
+                size_cap(data.decode("utf-8", "replace")),
+                task,
+            )
+    return scripts
 
 
 def _behaviour(*facts: str) -> dict[str, Impact]:
@@ -274,10 +354,44 @@ def compare_base(cmp: _Compare, ours_text: str, published_text: str, image: str)
     cmp.add(f"{key}.apt_missing", Impact.BEHAVIOUR, sorted(published.apt - ours.apt - {"bash"}), [])
     cmp.add(f"{key}.apt_extra", Impact.RESTRUCTURED, sorted(ours.apt - published.apt), [])
     cmp.add(f"{key}.android_sdk", Impact.BEHAVIOUR, ours.sdk, published.sdk)
+    cmp.add(f"{key}.android_cmdline_tools", Impact.BEHAVIOUR, ours.cmdline_tools, published.cmdline_tools)
+    cmp.add(f"{key}.sdkmanager_jdk", Impact.BEHAVIOUR, ours.sdkmanager_jdk, published.sdkmanager_jdk)
     cmp.add(f"{key}.clone", Impact.BEHAVIOUR, ours.clone, published.clone)
 
 
 # --------------------------------------------------------------------------- the check
+
+
+def _image_env(recipes: Sequence[str | None]) -> dict[str, str]:
+    """The ENV of an image built by these Dockerfiles in order (a base, then the task's)."""
+    env: dict[str, str] = {}
+    for text in recipes:
+        if text is not None:
+            env.update(parse_dockerfile(text).env)
+    return env
+
+
+def _published_base(dockerfile: str | None, read_root: Callable[[str], bytes | None]) -> str | None:
+    """The published base recipe the task Dockerfile starts FROM (`bases/<repo_key>/Dockerfile.<tag>`)."""
+    base = parse_dockerfile(dockerfile).base if dockerfile else None
+    match = re.match(r"^kotlin-bench/([^:/]+):(\S+)$", base or "")
+    data = read_root(f"bases/{match[1]}/Dockerfile.{match[2]}") if match else None
+    return data.decode("utf-8", "replace") if data is not None else None
+
+
+def compare_agent_phase(
+    cmp: _Compare,
+    task: TaskSpec,
+    ours: tuple[str | None, str],
+    published: tuple[str | None, str | None],
+    agent_env: AgentEnv,
+) -> None:
+    """What programs of the agent phase see and print: the image's ENV plus what the runner adds."""
+    limits = task.limits
+    added = agent_env(limits.agent_network_mode, limits.agent_allowed_hosts)
+    ours_phase = agent_phase(_image_env(ours), added)
+    published_phase = agent_phase(_image_env(published), PUBLISHED_AGENT_ENV)
+    cmp.facts("agent_phase", ours_phase, published_phase, _behaviour("added_env", "jvm_banner"), task)
 
 
 def check(
@@ -286,12 +400,15 @@ def check(
     bases_dir: Path,
     source: PublishedSource,
     only: Sequence[str] | None = None,
+    *,
+    agent_env: AgentEnv,
 ) -> FidelityReport:
-    """Compare every selected task (and every base) with the published benchmark."""
+    """Compare every selected task (and every base) with the published benchmark. `agent_env` is what our
+    runner adds to an agent phase's environment (`kotlin_bench.engine.network.phase_env`)."""
     reader = PublishedReader(source)
     report = FidelityReport()
     cmp = _Compare(dataset, report)
-    scorers: list[tuple[TaskSpec, Path, bytes]] = []
+    scripts: list[tuple[TaskSpec, Path, PublishedScripts]] = []
     for task in dataset.select(only):
         task_dir = tasks_dir / task.id
         if reader.read_path(reader.task_path(task.id, "task.toml")) is None:
@@ -301,12 +418,29 @@ def check(
         def read(rel: str, task_id: str = task.id) -> bytes | None:
             return reader.read_path(reader.task_path(task_id, rel))
 
-        published_scorer = compare_task(cmp, task, task_dir, read)
-        if published_scorer is not None:
+        published = compare_task(cmp, task, task_dir, read)
+        if published.scorer is not None:
             report.count("tests/junit_compare.py (run on the probes)")
-            scorers.append((task, task_dir / "tests/junit_compare.py", published_scorer))
+        if published.collector is not None:
+            report.count("tests/kotlin_logs_collector.sh (run on the report probes)")
+        scripts.append((task, task_dir / "tests", published))
+        dockerfile = read("environment/Dockerfile")
+        published_dockerfile = dockerfile.decode("utf-8", "replace") if dockerfile is not None else None
+        base = dataset.base(task.base_image)
+        ours_base = bases_dir / base.generated_recipe
+        compare_agent_phase(
+            cmp,
+            task,
+            (
+                ours_base.read_text(encoding="utf-8") if ours_base.is_file() else None,
+                (task_dir / "environment/Dockerfile").read_text(encoding="utf-8"),
+            ),
+            (_published_base(published_dockerfile, reader.read_path), published_dockerfile),
+            agent_env,
+        )
+        report.count("agent phase (environment and JVM output)")
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-fidelity.") as tmp:
-        compare_scorers(cmp, scorers, Path(tmp))
+        compare_scorers(cmp, scripts, Path(tmp))
     for base in dataset.bases:
         if base.recipe is not None:
             continue

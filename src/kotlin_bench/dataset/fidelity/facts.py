@@ -135,6 +135,90 @@ def our_preparation(task_dir: Path, patch_names: Mapping[str, str]) -> Preparati
 
 
 @dataclass(frozen=True)
+class StartingTree:
+    """What the agent's image holds after preparation: what happens to the tree after the warm-up."""
+
+    test_results: str  # kept | deleted
+    tracked_changes: str  # kept | reverted
+    untracked_files: str  # kept | removed | removed, ignored files too
+    clean_tree_required: bool  # a check after the warm-up fails the image build on a changed tree
+
+
+CLEAN_CHECK_RE = re.compile(r"check_git_changes\.sh|git status --porcelain|git diff --quiet")
+
+
+def starting_tree(lines: Iterable[str]) -> StartingTree:
+    """The effect on the tree of the shell lines that run after the warm-up (and until the agent starts)."""
+    test_results, tracked, untracked, clean = "kept", "kept", "kept", False
+    for line in lines:
+        if re.search(r"\bgit reset\b.*--hard", line):
+            tracked = "reverted"
+        clean_flags = re.search(r"\bgit clean\s+(-\S+(?:\s+-\S+)*)", line)
+        if clean_flags and "d" in clean_flags[1] and ("f" in clean_flags[1] or "--force" in clean_flags[1]):
+            untracked = "removed, ignored files too" if "x" in clean_flags[1] else "removed"
+            if "x" in clean_flags[1]:
+                test_results = "deleted"
+        if "test-results" in line and re.search(r"\brm\b|-delete\b", line):
+            test_results = "deleted"
+        if CLEAN_CHECK_RE.search(line):
+            clean = True
+    return StartingTree(test_results, tracked, untracked, clean)
+
+
+def published_starting_tree(prepare: str, dockerfile: str) -> StartingTree:
+    """Published: prepare.sh's lines after its last warm-up command, then the Dockerfile's steps after it."""
+    lines = _code_lines(prepare)
+    last = max((i for i, line in enumerate(lines) if COMMAND_RE.search(line)), default=len(lines) - 1)
+    return starting_tree([*lines[last + 1 :], *_after(_code_lines(dockerfile), "prepare.sh")])
+
+
+def _after(lines: list[str], marker: str) -> list[str]:
+    """The lines after the first RUN step that mentions `marker` (none when none does)."""
+    at = next((i for i, line in enumerate(lines) if line.upper().startswith("RUN ") and marker in line), None)
+    return [] if at is None else lines[at + 1 :]
+
+
+def _case_arm(lines: list[str], variable: str, value: str) -> list[str]:
+    """`lines` with each `case "$<variable>" in ... esac` replaced by the body of the arm `value` selects."""
+    out: list[str] = []
+    arms: dict[str, list[str]] | None = None
+    current: list[str] | None = None
+    for line in lines:
+        if arms is None:
+            if re.match(rf'^case "?\${{?{variable}}}?"? in$', line):
+                arms, current = {}, None
+            else:
+                out.append(line)
+            continue
+        if line == "esac":
+            out += arms.get(value, arms.get("*", []))
+            arms = None
+            continue
+        arm = re.match(r"^([^()\s]+)\)\s*(.*)$", line)
+        if arm and current is None:
+            current = arms.setdefault(arm[1], [])
+            line = arm[2]
+        body = line.removesuffix(";;").strip()
+        if body and current is not None:
+            current.append(body)
+        if line.endswith(";;"):
+            current = None
+    return out
+
+
+def our_starting_tree(task_dir: Path) -> StartingTree:
+    """Ours: the shared prepare.sh after it runs the warm-up, with the task's AFTER_WARMUP, then the task
+    Dockerfile's steps after prepare.sh."""
+    env = (task_dir / "environment/prepare.env").read_text(encoding="utf-8")
+    after = re.search(r"^AFTER_WARMUP=(\S+)$", env, re.MULTILINE)
+    script = _code_lines((task_dir / "environment/prepare.sh").read_text(encoding="utf-8"))
+    warmup = next((i for i, line in enumerate(script) if line.startswith('bash "$WARMUP"')), len(script))
+    lines = _case_arm(script[warmup + 1 :], "AFTER_WARMUP", after[1] if after else "")
+    dockerfile = _code_lines((task_dir / "environment/Dockerfile").read_text(encoding="utf-8"))
+    return starting_tree([*lines, *_after(dockerfile, "prepare.sh")])
+
+
+@dataclass(frozen=True)
 class Verifier:
     """What a task's verifier does, as facts."""
 
@@ -145,6 +229,16 @@ class Verifier:
     deletes_stale_reports: bool
     reward_zero_first: bool
     reward_one_without_reports: bool
+    other_processes: str  # left running | stopped
+
+
+KILL_RE = re.compile(r"(?:^|[\s;&|(])(?:kill|pkill|killall)\b|gradlew\s+--stop\b")
+
+
+def other_processes(script: str) -> str:
+    """Whether a verifier stops processes it did not start (an agent's daemon, its background jobs)."""
+    killing = any(KILL_RE.search(line) for line in _code_lines(script))
+    return "stopped" if killing else "left running"
 
 
 def _verifier_facts(script: str, test_command: str | None, env: Mapping[str, str]) -> Verifier:
@@ -158,6 +252,7 @@ def _verifier_facts(script: str, test_command: str | None, env: Mapping[str, str
         deletes_stale_reports=re.search(r"find .*TEST\*\.xml.*-delete", script) is not None,
         reward_zero_first=zero is not None and zero.start() < command_at,
         reward_one_without_reports=re.search(r"echo 1\s*>\s*\S*reward\.txt", script) is not None,
+        other_processes=other_processes(script),
     )
 
 
@@ -180,6 +275,7 @@ def our_verifier(task_dir: Path) -> Verifier:
         deletes_stale_reports=facts.deletes_stale_reports,
         reward_zero_first=facts.reward_zero_first,
         reward_one_without_reports=facts.reward_one_without_reports,
+        other_processes=facts.other_processes,
     )
 
 
@@ -220,12 +316,35 @@ class Dockerfile:
     apt: frozenset[str]
     sdk: frozenset[str]
     clone: str | None
+    cmdline_tools: str | None  # the build of Android's command-line tools (sdkmanager)
+    sdkmanager_jdk: str | None  # the image whose JDK sdkmanager runs on (the FROM of its stage)
+
+
+CMDLINE_TOOLS_RE = re.compile(r"commandlinetools-linux-(\d+)_latest\.zip")
+
+
+def _with_arg_defaults(text: str) -> str:
+    """`text` with every `${NAME}` of an `ARG NAME=default` replaced by its default."""
+    for name, value in re.findall(r"^\s*ARG\s+(\w+)=(\S+)\s*$", text, re.MULTILINE):
+        text = text.replace("${" + name + "}", value)
+    return text
+
+
+def _sdkmanager_stage(lines: list[str]) -> str | None:
+    base = None
+    for line in lines:
+        if line.upper().startswith("FROM "):
+            base = line.split()[1]
+        elif "sdkmanager" in line and line.upper().startswith("RUN "):
+            return base
+    return None
 
 
 def parse_dockerfile(text: str) -> Dockerfile:
     lines = _code_lines(text)
     final = max((i for i, line in enumerate(lines) if line.upper().startswith("FROM ")), default=-1)
     stage = lines[final:] if final >= 0 else lines
+    tools = CMDLINE_TOOLS_RE.search(_with_arg_defaults(text))
     base = stage[0].split()[1] if stage and stage[0].upper().startswith("FROM ") else None
     env: dict[str, str] = {}
     workdir = user = clone = None
@@ -251,7 +370,17 @@ def parse_dockerfile(text: str) -> Dockerfile:
             user = rest.strip()
         if "git clone" in line:
             clone = _split(line.split("git clone", 1)[1])[0]
-    return Dockerfile(base, workdir, tuple(sorted(env.items())), user, frozenset(apt), frozenset(sdk), clone)
+    return Dockerfile(
+        base,
+        workdir,
+        tuple(sorted(env.items())),
+        user,
+        frozenset(apt),
+        frozenset(sdk),
+        clone,
+        tools[1] if tools else None,
+        _sdkmanager_stage(lines),
+    )
 
 
 @dataclass(frozen=True)
@@ -266,3 +395,47 @@ def parse_init_script(text: str) -> InitScript:
     listed = [p for p in lines if p.startswith("*") and not p.startswith("*/")]
     no_match = re.search(r"setFailOnNoMatchingTests\(false\)|[Ff]ailOnNoMatchingTests\s*=\s*false", text)
     return InitScript(tuple(patterns or listed), no_match is not None)
+
+
+# --------------------------------------------------------------------------- the agent phase
+
+
+# The variables every HotSpot JVM announces on stderr when it starts (JDK_JAVA_OPTIONS: the `java`
+# launcher of JDK 9 and later).
+JVM_BANNERS = (
+    ("JAVA_TOOL_OPTIONS", "Picked up JAVA_TOOL_OPTIONS: "),
+    ("_JAVA_OPTIONS", "Picked up _JAVA_OPTIONS: "),
+    ("JDK_JAVA_OPTIONS", "NOTE: Picked up JDK_JAVA_OPTIONS: "),
+)
+
+
+@dataclass(frozen=True)
+class AgentPhase:
+    """What the agent phase's environment makes programs see and print."""
+
+    added_env: tuple[str, ...]  # the variables the runner adds for the phase (names)
+    jvm_banner: tuple[str, ...]  # what every JVM started in the phase prints on stderr first
+
+
+def agent_phase(image_env: Mapping[str, str], added: Mapping[str, str]) -> AgentPhase:
+    """The phase's facts, from the image's ENV and what the runner adds to it."""
+    env = {**image_env, **added}
+    banner = tuple(f"{text}{env[name]}" for name, text in JVM_BANNERS if env.get(name))
+    return AgentPhase(tuple(sorted(added)), banner)
+
+
+# --------------------------------------------------------------------------- report size caps
+
+
+CAP_RE = re.compile(r"MAX_\w*BYTES\w*(?:\}?:-|\s*=\s*)(\d+(?:\s*\*\s*\d+)*)")
+
+
+def size_cap(script: str) -> str:
+    """The size cap a collector or scorer puts on reports (`MAX_..._BYTES`), or `none`."""
+    match = CAP_RE.search(script)
+    if match is None:
+        return "none"
+    total = 1
+    for factor in match[1].split("*"):
+        total *= int(factor)
+    return f"{total / (1 << 20):g} MiB" if total % (1 << 20) == 0 else f"{total} bytes"

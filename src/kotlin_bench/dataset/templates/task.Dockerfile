@@ -3,6 +3,5 @@
 FROM {{base_image}}
 COPY {{files}} /home/
 RUN bash /home/prepare.sh /home/prepare.env
-RUN bash /home/check_git_changes.sh {{repo_dir}}
 RUN bash /home/seal_git_history.sh {{repo_dir}} {{base_commit}}{{seal_options}}
 WORKDIR {{repo_dir}}

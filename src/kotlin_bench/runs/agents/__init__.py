@@ -23,19 +23,25 @@ KINDS: dict[str, AgentKind] = {
     kind.name: kind for kind in (Oracle(), Nop(), Predictions(), Script(), Harbor())
 }
 
-__all__ = ["KINDS", "Agent", "AgentConfigError", "AgentKind", "agent_from_config", "kind_of"]
+__all__ = ["KINDS", "Agent", "AgentConfigError", "AgentKind", "agent_from_config", "kind_hint", "kind_of"]
 
 
 def kind_of(agent: Agent) -> AgentKind:
     return KINDS[agent.kind]
 
 
+def kind_hint(kind: object) -> str | None:
+    """What to write instead of an unknown `kind:` (a Harbor agent's name, or a close kind), or None."""
+    if isinstance(kind, str) and kind in HARBOR_AGENTS:
+        return f"{kind} is a Harbor agent: write `kind: harbor, harbor_agent: {kind}`"
+    close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
 def _unknown_kind(name: str, kind: object) -> str:
     message = f"agent {name!r}: unknown kind {kind!r}; the kinds are {', '.join(KINDS)}"
-    if isinstance(kind, str) and kind in HARBOR_AGENTS:
-        return f"{message}. {kind} is a Harbor agent: write `kind: harbor, harbor_agent: {kind}`"
-    close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
-    return f"{message} (did you mean {close[0]!r}?)" if close else message
+    hint = kind_hint(kind)
+    return f"{message}; {hint}" if hint else message
 
 
 def agent_from_config(entry: dict[str, Any], root: Path) -> Agent:

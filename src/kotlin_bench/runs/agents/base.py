@@ -28,6 +28,13 @@ class AgentKind:
     summary: ClassVar[str]  # one line for errors and help
     required: ClassVar[tuple[tuple[str, str], ...]] = ()  # (config key the kind needs, what it holds)
     harness_paths: ClassVar[tuple[str, ...]] = ()
+    needs_image: ClassVar[bool] = True  # the solve step runs in (or on) the task image
+    verifies_in_trial: ClassVar[bool] = False  # the kind's own trial runs the verifier too (Harbor)
+
+    def inputs(self, agent: Agent, task_dir: Path) -> list[Path]:
+        """Files the solve step reads besides the task image and its instruction (`task_dir` is the task
+        directory relative to the workflow directory): editing one redoes the agent's work."""
+        return []
 
     def check(self, agent: Agent, root: Path) -> None:
         """Raise AgentConfigError when the agent cannot run; `required` keys are checked already."""

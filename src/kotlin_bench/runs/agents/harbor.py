@@ -23,15 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
+from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import Status, WorkRecord
 from kotlin_bench.dataset.task import Task
+from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents.base import AgentKind
-from kotlin_bench.runs.budget import run_budget_sec
+from kotlin_bench.runs.budget import solve_budget_sec
 from kotlin_bench.runs.solve import SolveContext, clear
+from kotlin_bench.runs.tamper import changed_paths, flag_changes
 from kotlin_bench.scoring.reasons import classify, detail_of, raw_reasons
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 ISOLATE_COMPOSE = "services:\n  main:\n    network_mode: none\n"
+ARTIFACTS = (
+    "/logs/artifacts"  # in the trial's container; Harbor copies it to <trial>/artifacts/logs/artifacts
+)
 TIMEOUT_REASONS = {"AgentTimeoutError": "agent_timeout", "VerifierTimeoutError": "verifier_timeout"}
 
 
@@ -52,8 +58,12 @@ def _set_in_section(toml: str, section: str, line: str) -> str:
     return toml.replace(header, f"{header}{line}\n", 1)
 
 
-def stage_task(task: Task, dest: Path, isolate_network: bool) -> Path:
-    """Copy the task directory to `dest/<id>` pointing Harbor at the prebuilt task image."""
+def stage_task(task: Task, dest: Path, isolate_network: bool, capture: handoff.Limits | None = None) -> Path:
+    """Copy the task directory to `dest/<id>` pointing Harbor at the prebuilt task image. With `capture`,
+    the staged task also captures the agent's work before Harbor's verifier changes the tree: a
+    `[[verifier.collect]]` hook (Harbor runs it in the agent's container after the agent, before /tests
+    exists, after an agent timeout too) writes the diff into /logs/artifacts/kotlin-bench/, which Harbor
+    copies into the trial's `artifacts/logs/artifacts/`."""
     staged = dest / task.id
     if staged.exists():
         shutil.rmtree(staged)
@@ -63,6 +73,11 @@ def stage_task(task: Task, dest: Path, isolate_network: bool) -> Path:
         toml = re.sub(r'^network_mode = "[^"]*"\n', "", toml, flags=re.MULTILINE)
         toml = re.sub(r"^allowed_hosts = \[[^\]]*\]\n", "", toml, flags=re.MULTILINE | re.DOTALL)
     toml = _set_in_section(toml, "environment", f'docker_image = "{task.image}"')
+    if capture is not None:
+        command = handoff.hook_command(task, capture, ARTIFACTS)
+        toml += (
+            f"\n[[verifier.collect]]\ncommand = {json.dumps(command)}\ntimeout_sec = {capture.timeout_sec}\n"
+        )
     (staged / "task.toml").write_text(toml, encoding="utf-8")
     return staged
 
@@ -136,12 +151,30 @@ class TrialOutcome:
         record.agent_timed_out = self.reason == "agent_timeout"
 
 
+def reward_is_valid(trial: dict[str, Any]) -> bool:
+    """Whether Harbor counts the trial's reward. Harbor 0.26 grades after most agent exceptions and says
+    so in `reward_valid` (and `exception_info.policy.has_valid_reward`): an `ApiError` can leave a reward
+    that is not the agent's outcome. Harbor 0.25 writes neither; its rewards are always valid."""
+    if trial.get("reward_valid") is False:
+        return False
+    policy = (trial.get("exception_info") or {}).get("policy") or {}
+    return policy.get("has_valid_reward") is not False
+
+
 def map_trial(trial: dict[str, Any]) -> TrialOutcome:
-    """Harbor's trial result -> our verdict, timings and usage."""
+    """Harbor's trial result (0.25 or 0.26) -> our verdict, timings and usage. A reward Harbor says is not
+    valid (0.26's `reward_valid: false`) is no verdict: the run is an error, retried like any other."""
     rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
     reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
     exception = trial.get("exception_info") or {}
     kind = exception.get("exception_type")
+    if reward is not None and not reward_is_valid(trial):
+        reward = None
+        exception = {
+            **exception,
+            "exception_message": f"Harbor marked the reward invalid ({kind or 'no exception'}): "
+            + str(exception.get("exception_message") or ""),
+        }
     timings = {
         "environment_sec": _seconds(trial.get("environment_setup")),
         "agent_setup_sec": _seconds(trial.get("agent_setup")),
@@ -196,6 +229,7 @@ def run_trial(
     root: Path,
     kwargs: dict[str, str] | None = None,
     isolate_network: bool = False,
+    capture: handoff.Limits | None = None,
     engine_env: dict[str, str] | None = None,
 ) -> TrialOutcome:
     """Run one Harbor trial on the prebuilt task image; returns its outcome, Harbor's files kept under
@@ -203,7 +237,7 @@ def run_trial(
     its Docker API socket and the classic builder)."""
     harbor_bin, docker_config = default_paths(root)
     work = work_dir / names.HARBOR_DIR
-    staged = stage_task(task, work / "task", isolate_network)
+    staged = stage_task(task, work / "task", isolate_network, capture)
     extra = None
     if isolate_network:
         extra = work / "isolate.compose.yaml"
@@ -213,7 +247,7 @@ def run_trial(
     if docker_config:
         env["DOCKER_CONFIG"] = docker_config
     cmd = command(harbor_bin, staged, harbor_agent, model, work / "jobs", kwargs or {}, extra)
-    budget = run_budget_sec(task)
+    budget = solve_budget_sec(task, verifies_in_trial=True)
     with (work / "harbor.log").open("w", encoding="utf-8") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
@@ -251,10 +285,11 @@ class Harbor(AgentKind):
         "a Harbor agent (harbor_agent: claude-code, codex, openhands, terminus-2, ...) run by the harbor CLI"
     )
     required = (("harbor_agent", "a Harbor agent name (claude-code, codex, ...) or module:Class"),)
+    verifies_in_trial = True
 
     def solve(self, ctx: SolveContext) -> WorkRecord:
         agent = ctx.agent
-        assert agent.harbor_agent is not None
+        assert agent.harbor_agent is not None and ctx.engine is not None
         clear(ctx.work_dir)
         record = ctx.new_record()
         trial = run_trial(
@@ -265,13 +300,35 @@ class Harbor(AgentKind):
             ctx.root,
             dict(agent.kwargs),
             agent.isolate_network,
+            ctx.limits,
             ctx.engine.cli_env(),
         )
         if trial.status is Status.ERROR:
             raise HarborError(f"harbor trial failed: {trial.reason}: {trial.error}")
         trial.apply_to(record)
+        if trial.trial_result:
+            _take_the_capture(ctx, record, ctx.work_dir / Path(trial.trial_result).parent)
         record.write(ctx.work_dir / names.WORK_FILE)
         return record
+
+
+def _take_the_capture(ctx: SolveContext, record: WorkRecord, trial_dir: Path) -> None:
+    """The agent's work as the collect hook captured it: into the work directory (`agent.diff`), with
+    the capture's record and flags, so that it is verified in a fresh container like any other work.
+    Without it, the run keeps only the trial's own verdict."""
+    hook_dir = trial_dir / "artifacts" / ARTIFACTS.lstrip("/") / handoff.HOOK_DIR
+    capture = handoff.read_hook(hook_dir, ctx.limits)
+    record.capture = capture.to_record() | ({"message": capture.message} if capture.message else {})
+    record.flags = {"left_out": capture.review()}
+    if capture.outcome is not handoff.Outcome.CAPTURED:
+        return
+    diff = ctx.work_dir / names.AGENT_DIFF
+    shutil.copyfile(hook_dir / names.AGENT_DIFF, diff)
+    with diff.open(encoding="utf-8", errors="replace") as lines:
+        record.changed_files = changed_paths(lines)
+    with diff.open(encoding="utf-8", errors="replace") as lines:
+        record.flags |= flag_changes(record.changed_files, lines)
+    record.diff, record.diff_sha256 = diff.name, file_sha256(diff)
 
 
 # Harbor's own agent names: a `kind:` of one of these is a Harbor agent, not a kind of ours.

@@ -39,6 +39,10 @@ class Script(AgentKind):
     required = (("script", "a bash script, relative to the workflow directory"),)
     harness_paths = (SCRIPT_DIR,)
 
+    def inputs(self, agent: Agent, task_dir: Path) -> list[Path]:
+        assert agent.script is not None
+        return [Path(agent.script)]
+
     def check(self, agent: Agent, root: Path) -> None:
         assert agent.script is not None
         if not (root / agent.script).is_file():

@@ -19,8 +19,12 @@ Subcommands:
   ``oracle``, ``nop`` or a CSV), without Docker; prints the verdict and writes what the DAG writes.
 - ``leaderboard``: the published leaderboard's rows and their Harbor configurations (``--write`` generates
   ``config/leaderboard/``, ``--check`` lists drift).
+- ``errors``: the runs recorded as errors (``--delete`` lets the next ``snakemake`` redo them).
+- ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
 
-Paths are relative to the working directory, which is expected to be the repository root.
+Every command works from any directory inside the workflow (or with ``--root``): default paths are
+relative to the workflow directory, paths given on the command line to the working directory
+(``kotlin_bench.tools.root``). A command whose answer would be wrong (a missing input) exits non-zero.
 """
 
 from __future__ import annotations
@@ -28,16 +32,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task
 from kotlin_bench.tools.cli import dataset, results
 from kotlin_bench.tools.cli.text import err
+from kotlin_bench.tools.root import OUTSIDE, resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kotlin-bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"kotlin-bench {HARNESS_VERSION}")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="the workflow directory (default: the one the working directory is in)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     dataset.register(sub)
     results.register(sub)
@@ -47,12 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    inside = True
     try:
+        inside = resolve(args)
         return int(args.func(args))
     except BrokenPipeError:  # output piped into a pager or `head` that closed early
         sys.stderr.close()
         return 0
     except (SpecError, MaterializeError, FileNotFoundError, FileExistsError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err(f"error: {message}")
+        hint = "" if inside else f" ({OUTSIDE})"
+        err(f"error: {message}{hint}")
         return 2

@@ -29,10 +29,12 @@ from kotlin_bench.dataset.materialize import (
 from kotlin_bench.dataset.spec import Dataset, SpecError, ValidationMark, load_dataset
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.tools.cli.text import deprecated, err, out, table
+from kotlin_bench.tools.root import Rooted, add_root, from_config, selection
 
-DEFAULT_SPEC = Path(names.BENCHMARK_SPEC)
-DEFAULT_TASKS = Path("tasks")
-DEFAULT_MANIFEST = Path("bases/manifest")
+DEFAULT_SPEC = Rooted(names.BENCHMARK_SPEC)
+DEFAULT_TASKS = Rooted("tasks")
+DEFAULT_MANIFEST = Rooted("bases/manifest")
+CONFIG_DEFAULTS = {"spec": names.BENCHMARK_SPEC, "tasks_dir": "tasks", "manifest": "bases/manifest"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,10 +241,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    config = from_config(args, CONFIG_DEFAULTS)
     dataset = load_dataset(args.spec)
     rows = []
     counts: Counter[str] = Counter()
-    for task in dataset.select(args.tasks or None):
+    if config:
+        out(f"config {args.config}: {args.spec}, {args.tasks_dir}")
+    for task in dataset.select(selection(config, args.tasks, args.spec)):
         status = task_status(task, args.tasks_dir / task.id)
         counts["materialized" if status.materialized else "not materialized"] += 1
         counts[f"verified {status.verified}"] += 1
@@ -273,13 +278,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from kotlin_bench.engine.images import ImageError, order_recipes, parse_manifest
 
+    config = from_config(args, CONFIG_DEFAULTS)
     dataset = load_dataset(args.spec)
     try:
         entries = order_recipes(parse_manifest(args.manifest), args.root)
     except (OSError, ImageError) as exc:
         err(f"error: {exc}")
         return 1
-    tasks = dataset.select(args.tasks or None)
+    tasks = dataset.select(selection(config, args.tasks, args.spec))
     needed = {t.base_image for t in tasks}
     results = args.results
     out(f"base images ({args.manifest}), in build order:")
@@ -304,6 +310,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_fidelity(args: argparse.Namespace) -> int:
     """Compare our task directories and base recipes with the published benchmark, by meaning."""
     from kotlin_bench.dataset import fidelity
+    from kotlin_bench.engine.network import phase_env
 
     dataset = load_dataset(args.spec)
     source = PublishedSource(
@@ -313,7 +320,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir or default_cache_dir(),
     )
     only = args.tasks or None
-    report = fidelity.check(dataset, args.tasks_dir, args.bases_dir, source, only)
+    report = fidelity.check(dataset, args.tasks_dir, args.bases_dir, source, only, agent_env=phase_env)
     text = fidelity.render(report, len(dataset.select(only)))
     if args.report:
         write_atomic(args.report, text)
@@ -338,11 +345,22 @@ def cmd_build_bases(args: argparse.Namespace) -> int:
     return 0
 
 
-def common(p: argparse.ArgumentParser, *, tasks_dir: bool = True) -> None:
-    p.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="dataset specification (JSON)")
+def common(p: argparse.ArgumentParser, *, tasks_dir: bool = True, config: bool = False) -> None:
+    """--spec, --tasks-dir and --root; with `config`, the first two default to the config in use."""
+    spec_default = None if config else DEFAULT_SPEC
+    tasks_default = None if config else DEFAULT_TASKS
+    where = " (default: the config's, else %(default)s)" if config else " (default: %(default)s)"
+    p.add_argument("--spec", type=Path, default=spec_default, help="dataset specification (JSON)" + where)
     if tasks_dir:
-        p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS, help="task directories")
-    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+        p.add_argument("--tasks-dir", type=Path, default=tasks_default, help="task directories" + where)
+    if config:
+        p.add_argument(
+            "--config",
+            type=Path,
+            default=Rooted("config.yaml"),
+            help="the workflow config in use (default: config.yaml of the workflow)",
+        )
+    add_root(p)
 
 
 def register(sub: Any) -> None:
@@ -394,15 +412,15 @@ def register(sub: Any) -> None:
         p.add_argument("--materialized", action="store_true", help="also require the materialized files")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("status", help="materialization and verification per task")
-    common(p)
+    p = sub.add_parser("status", help="materialization and verification per task of the config in use")
+    common(p, config=True)
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("plan", help="the images that would be built, in order")
-    common(p)
-    p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    p.add_argument("--results", type=Path, default=Path(names.RESULTS), help="where image sentinels live")
+    p = sub.add_parser("plan", help="the images the config in use would build, in order")
+    common(p, config=True)
+    p.add_argument("--manifest", type=Path, default=None, help="base image manifest (default: the config's)")
+    p.add_argument("--results", type=Path, default=Rooted(names.RESULTS), help="where image sentinels live")
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
     p.set_defaults(func=cmd_plan)
 
@@ -417,7 +435,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--published-subdir", help=f"directory of its task dirs (default: {PUBLISHED_TASKS_SUBDIR})"
     )
-    p.add_argument("--bases-dir", type=Path, default=Path("bases"), help="our base recipes (default: bases)")
+    p.add_argument(
+        "--bases-dir", type=Path, default=Rooted("bases"), help="our base recipes (default: bases)"
+    )
     p.add_argument("--cache-dir", type=Path, help="where a URL is cloned (default: ~/.cache/kotlin-bench)")
     p.add_argument("--report", type=Path, help="also write the report (markdown) here")
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
@@ -425,8 +445,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("build-bases", help="build the base images of a manifest")
     p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
-    p.add_argument("--logs-dir", type=Path, default=Path(names.LOGS), help="build logs go under <dir>/base/")
+    add_root(p)
+    p.add_argument(
+        "--logs-dir", type=Path, default=Rooted(names.LOGS), help="build logs go under <dir>/base/"
+    )
     p.add_argument("--only", action="append", default=[], metavar="REPO_KEY|IMAGE", help="build only these")
     p.add_argument("--rebuild", action="store_true", help="rebuild images that are present")
     p.add_argument(

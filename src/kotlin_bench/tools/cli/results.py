@@ -1,14 +1,18 @@
-"""The results' commands: errors, reproduce, leaderboard."""
+"""The results' commands: errors, compare, reproduce, leaderboard."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import errored_results
+from kotlin_bench.core.record import errored_results, failed_step_outputs
 from kotlin_bench.tools.cli.text import err, out
+from kotlin_bench.tools.cli.text import table as render_table
+from kotlin_bench.tools.root import Rooted, add_root
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -55,31 +59,118 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             else "done"
         )
         return 0
-    table = []
+    rows_ = []
     for row in rows:
         setup = leaderboard.harbor_setup(row)
         how = setup.config_path if setup else f"not runnable: {leaderboard.NOT_RUNNABLE[row.setup]}"
-        table.append(
+        rows_.append(
             (row.setup, f"{row.resolved}/{row.submitted}", f"{row.rate:.2f}%", row.tokens_m, row.latency, how)
         )
-    out(table(table, ("setup", "resolved", "rate", "tokens (M)", "wall time", "configuration")))
+    out(render_table(rows_, ("setup", "resolved", "rate", "tokens (M)", "wall time", "configuration")))
     return 0
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Errored runs are results (status `error`); deleting them makes exactly those runs missing, and the
-    next `snakemake` invocation reruns them and nothing else."""
+    """Errored runs are results (status `error`) that say which step failed; deleting that step's output
+    makes exactly that step missing: the next `snakemake` invocation redoes a failed verification without
+    touching the agent's work, and a failed solve step (then its verification) and nothing else."""
+    runs = args.results / "runs"
+    if not runs.is_dir():
+        raise FileNotFoundError(
+            f"{args.results}: no run records here (no {runs}); give the results directory with --results, "
+            "or run the command inside a workflow that has run"
+        )
     found = errored_results(args.results)
     for path, result in found:
-        out(f"{path}: {result.reason}: {result.error}")
+        step = result.failed_step or "run"
+        out(f"{path}: step {step} failed: {result.reason_detail or result.reason}: {result.error}")
     if args.delete:
-        for path, _ in found:
-            path.unlink()
+        for path, result in found:
+            for output in failed_step_outputs(path, result):
+                output.unlink(missing_ok=True)
     verb = "deleted" if args.delete else "found"
     out(
         f"{len(found)} errored run(s) {verb}"
         + ("; now run snakemake to redo them" if args.delete and found else "")
     )
+    return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    """Verify every run's work again (the DAG's `regrade` target: no agent runs), show what changes, and
+    with --apply move the new verdicts into place (each changed run keeps its previous one)."""
+    from kotlin_bench.results.regrade import apply, read_changes, totals
+
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "regrade", "--quiet", "rules"]
+    for path in args.configfile:
+        cmd += ["--configfile", str(path.resolve())]
+    done = subprocess.run(cmd, cwd=args.root, check=False)
+    if done.returncode != 0:
+        err(
+            f"error: the regrade's verifications failed (snakemake exited {done.returncode}); see results/logs/regrade/"
+        )
+        return done.returncode
+    changes = read_changes(args.root / names.REGRADE_CSV)  # snakemake printed changes.md
+    if not args.apply:
+        out(f"regrade: {totals(changes)}; nothing was changed (apply with `kotlin-bench regrade --apply`)")
+        return 0
+    changed = apply(changes, args.root)
+    out(f"regrade applied: {totals(changes)}; {changed} run(s) keep their previous verdict in previous/<n>/")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Results of kotlin-bench 0.2 into today's layout (the agents' work kept; nothing solved again)."""
+    from kotlin_bench.tools.migrate import migrate
+
+    if not (args.results / "runs").is_dir():
+        err(f"error: {args.results / 'runs'} does not exist: no results to migrate")
+        return 2
+    migrated = migrate(args.results)
+    for run_dir in migrated:
+        out(f"migrated {run_dir}")
+    out(
+        f"{len(migrated)} run(s) migrated"
+        + (
+            "; the next snakemake verifies them again from their kept work (no agent runs)"
+            if migrated
+            else ""
+        )
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """The paired comparison of two agents of a finished summary: per attempt and over attempts."""
+    from kotlin_bench.core.suggest import did_you_mean
+    from kotlin_bench.results.compare import compare, display_comparisons
+    from kotlin_bench.results.summary import read_summary
+
+    summary = read_summary(args.summary)
+    agents = sorted(set(summary["agent"]))
+    for agent in (args.agent_a, args.agent_b):
+        if agent not in agents:
+            raise ValueError(
+                f"{args.summary}: no runs of agent {agent!r}{did_you_mean(agent, agents)}; "
+                f"the agents are {', '.join(agents) or 'none'}"
+            )
+    if args.agent_a == args.agent_b:
+        raise ValueError("compare two different agents")
+    found = compare(summary, args.agent_a, args.agent_b)
+    if not found:
+        raise ValueError(f"{args.agent_a} and {args.agent_b} ran no task in common")
+    shown = display_comparisons(found, limit=10**6)
+    for comparison, (_, row) in zip(found, shown.iterrows(), strict=True):
+        out(f"{row['a vs b']}, {row['scope']}: {comparison.tasks} tasks both ran")
+        out(
+            f"  discordant: {comparison.discordant} ({comparison.only_a} only {args.agent_a}, {comparison.only_b} only {args.agent_b})"
+        )
+        out(f"  only {args.agent_a} solves: {row['tasks only a solves'] or '-'}")
+        out(f"  only {args.agent_b} solves: {row['tasks only b solves'] or '-'}")
+        out(
+            f"  difference {row['difference (a - b)']}; 95% CI {row['95% CI']}; paired bootstrap {row['95% CI (paired bootstrap)']}"
+        )
+        out(f"  p = {row['p']}")
     return 0
 
 
@@ -89,32 +180,60 @@ def register(sub: Any) -> None:
         "errors", help="list the runs recorded as errors; --delete lets the next run redo them"
     )
     p.add_argument(
-        "--results", type=Path, default=Path(names.RESULTS), help="results directory (default: results)"
+        "--results", type=Path, default=Rooted(names.RESULTS), help="results directory (default: results)"
     )
     p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
+    add_root(p)
     p.set_defaults(func=cmd_errors)
+
+    p = sub.add_parser(
+        "regrade",
+        help="verify every run's work again (no agent runs), show what changes; --apply moves it into place",
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="move the new verdicts into place (previous ones kept)"
+    )
+    p.add_argument("--cores", type=int, default=2, help="for the verifications (default: 2)")
+    p.add_argument("--configfile", type=Path, action="append", default=[], help="as for snakemake")
+    add_root(p)
+    p.set_defaults(func=cmd_regrade)
+
+    p = sub.add_parser("migrate", help="move results of kotlin-bench 0.2 into today's layout, once")
+    p.add_argument(
+        "--results", type=Path, default=Rooted(names.RESULTS), help="results directory (default: results)"
+    )
+    add_root(p)
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser(
+        "compare",
+        help="paired comparison of two agents: tasks only one solves, exact McNemar test, intervals",
+    )
+    p.add_argument("agent_a", metavar="AGENT_A")
+    p.add_argument("agent_b", metavar="AGENT_B")
+    p.add_argument("--summary", type=Path, default=Rooted(names.SUMMARY_CSV), help="a finished summary.csv")
+    add_root(p)
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "reproduce", help="compare one agent of a finished summary.csv with a reference (no Docker)"
     )
-    p.add_argument("--summary", type=Path, default=Path(names.SUMMARY_CSV), help="a finished summary.csv")
+    p.add_argument("--summary", type=Path, default=Rooted(names.SUMMARY_CSV), help="a finished summary.csv")
     p.add_argument("--agent", required=True, help="the agent whose runs are compared")
     p.add_argument(
         "--reference",
         required=True,
         help='"leaderboard:<row>", oracle, nop, or a CSV (see reference/README.md)',
     )
-    p.add_argument("--out", type=Path, default=Path(names.REPRODUCE_DIR), help="where <agent>.md/.csv go")
-    p.add_argument(
-        "--root", type=Path, default=Path("."), help="checkout with reference/ and dataset/ (default: .)"
-    )
+    p.add_argument("--out", type=Path, default=Rooted(names.REPRODUCE_DIR), help="where <agent>.md/.csv go")
+    add_root(p)
     p.add_argument(
         "--tolerance", type=float, help="rate references: allowed |ours - reference| (default 0.05)"
     )
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("leaderboard", help="the published leaderboard's rows and their configurations")
-    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"generate {names.LEADERBOARD_CONFIGS}/")
     group.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that differ")

@@ -1,0 +1,147 @@
+"""The workflow's configuration checked once, with one short message per mistake.
+
+`check_config` validates the merged config against `workflow/schemas/config.schema.yaml` (jsonschema) and
+turns the first error into one line that names the config file the key came from, the key path, the bad
+value, the allowed keys or values and the closest match (`attemps` -> `attempts`; `kind: claude-code` ->
+`kind: harbor, harbor_agent: claude-code`). `plan_or_exit` is what rules/common.smk calls: the checked
+config's `Plan`, or the message and exit status 1 instead of Snakemake's traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import jsonschema
+import yaml
+
+from kotlin_bench.core.suggest import did_you_mean
+from kotlin_bench.dag.plan import LegacyResultsError, Plan
+from kotlin_bench.runs.agents import kind_hint
+
+SCHEMA = Path("workflow/schemas/config.schema.yaml")
+MAX_VALUE = 60
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message is the one line to show."""
+
+
+def key_path(path: Iterable[Any]) -> str:
+    """`agents[0].kind` from jsonschema's deque of keys and indexes."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(the top level)"
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "..."
+
+
+def _lookup(data: Any, path: Sequence[Any]) -> bool:
+    for part in path:
+        if (isinstance(part, int) and isinstance(data, list) and part < len(data)) or (
+            isinstance(data, dict) and part in data
+        ):
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def source_file(path: Sequence[Any], configfiles: Sequence[Path]) -> str:
+    """The last config file (they are merged in order) that sets `path`, else the last one given."""
+    found = None
+    for file in configfiles:
+        try:
+            data = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if _lookup(data, path):
+            found = file
+    chosen = found or (configfiles[-1] if configfiles else "config")
+    return str(chosen)
+
+
+def _allowed(schema: dict[str, Any]) -> list[str]:
+    return sorted((schema.get("properties") or {}).keys())
+
+
+def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
+    """(the key path at fault, what is wrong with it and what would be right)."""
+    path = list(error.absolute_path)
+    schema, value = error.schema if isinstance(error.schema, dict) else {}, error.instance
+    if error.validator == "additionalProperties" and isinstance(value, dict):
+        allowed = _allowed(schema)
+        unknown = sorted(k for k in value if k not in allowed)
+        key = unknown[0] if unknown else "?"
+        hint = did_you_mean(key, allowed) or ""
+        return [*path, key], f"unknown key{hint}; the keys here are {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
+        return path, f"`{missing}:` is missing (required: {', '.join(schema.get('required', []))})"
+    if error.validator == "enum":
+        allowed = [str(v) for v in error.validator_value]
+        hint = kind_hint(value) if path[-1:] == ["kind"] else None
+        hint = f"; {hint}" if hint else did_you_mean(str(value), allowed)
+        return path, f"`{_value(value)}` is not one of {', '.join(allowed)}{hint}"
+    if error.validator == "oneOf" and "description" in schema:
+        return path, f"`{_value(value)}` is not allowed: {schema['description']}"
+    if error.validator == "type":
+        return path, f"`{_value(value)}` is not of type {error.validator_value}"
+    return path, f"`{_value(value)}`: {error.message}"
+
+
+def check_config(config: dict[str, Any], configfiles: Sequence[Path], schema_path: Path) -> None:
+    """Raise ConfigError with one line for the first schema violation of `config` (key order)."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(
+        validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
+    )
+    if not errors:
+        return
+    path, what = describe(errors[0])
+    raise ConfigError(f"{source_file(path, configfiles)}: {key_path(path)}: {what}")
+
+
+def load_plan(config: dict[str, Any], configfiles: Sequence[Path], root: Path) -> Plan:
+    """The checked config's plan; ConfigError names the config file for every mistake found in it."""
+    check_config(config, configfiles, root / SCHEMA)
+    try:
+        return Plan.from_config(config, root)
+    except ValueError as exc:  # agents, predictions, task ids, base images: the message names the key
+        raise ConfigError(f"{source_file([], configfiles)}: {exc}") from None
+
+
+def _files(configfiles: Sequence[str | Path], root: Path) -> list[Path]:
+    return [Path(f) for f in configfiles] or [root / "config.yaml"]
+
+
+def check_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> None:
+    """For rules/common.smk: nothing, or the one-line message on stderr and exit status 1."""
+    try:
+        check_config(config, _files(configfiles, root), root / SCHEMA)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> Plan:
+    """For rules/common.smk: the plan, or the one-line message on stderr and exit status 1 (a config
+    mistake, or results of kotlin-bench 0.2 that must be migrated first)."""
+    try:
+        plan = load_plan(config, _files(configfiles, root), root)
+        plan.refuse_legacy_results()
+    except (ConfigError, LegacyResultsError) as exc:
+        fail(str(exc))
+    return plan
+
+
+def fail(message: str) -> NoReturn:
+    print(f"kotlin-bench: error: {message}", file=sys.stderr)
+    raise SystemExit(1)

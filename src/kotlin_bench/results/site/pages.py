@@ -1,0 +1,370 @@
+"""What each page of the results site shows, gathered from the run records, the summary and the files of
+the run directories (the templates under `templates/` only lay it out)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.results.compare import Comparison, interval, p_text, points
+from kotlin_bench.results.report import WILSON_HEADER, display_rates, duration, money, reason_text, tokens
+from kotlin_bench.scoring.expected import CATEGORIES
+from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
+
+TAIL_LINES = 40
+TAIL_BYTES = 16 << 10
+DIFF_BYTES = 512 << 10
+INSTRUCTION_BYTES = 64 << 10
+TRAJECTORY_STEPS = 300
+STEP_CHARS = 1200
+REASON_INDEX = {reason.value: i for i, reason in enumerate(Reason)}
+
+
+def href(target: str | Path, page: str | Path) -> str:
+    """`target` relative to the directory of `page` (both relative to the same root), as a URL path."""
+    return Path(os.path.relpath(target, Path(page).parent)).as_posix()
+
+
+def outcome_class(status: str, reason: Any) -> str:
+    """The grid's cell class: `s` resolved, `e` error, `u<k>` unresolved with the k-th reason word."""
+    if status == Status.RESOLVED:
+        return "s"
+    if status == Status.ERROR:
+        return "e"
+    return f"u{REASON_INDEX.get(str(reason), REASON_INDEX[Reason.OTHER])}"
+
+
+def read_text(path: Path, limit: int) -> tuple[str, bool]:
+    """The first `limit` bytes of a file as text, and whether it was cut."""
+    with path.open("rb") as stream:
+        data = stream.read(limit + 1)
+    return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+
+def tail(path: Path, lines: int = TAIL_LINES, limit: int = TAIL_BYTES) -> str:
+    """The last lines of a log (at most `limit` bytes are read)."""
+    with path.open("rb") as stream:
+        size = path.stat().st_size
+        stream.seek(max(0, size - limit))
+        text = stream.read().decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Log:
+    label: str
+    href: str
+    tail: str
+    bytes: int
+
+
+@dataclass
+class DiffLine:
+    kind: str  # add, del, hunk, meta, ctx
+    text: str
+
+
+def diff_lines(text: str) -> list[DiffLine]:
+    found = []
+    for line in text.splitlines():
+        if line.startswith(("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file", "similarity")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        found.append(DiffLine(kind, line))
+    return found
+
+
+@dataclass
+class Category:
+    name: str
+    expected: Any
+    landed: Any
+    missing: list[str]
+
+
+def categories(verifier: dict[str, Any]) -> list[Category]:
+    """Expected against landed tests per category, with the names of those that did not pass."""
+    found = verifier.get("categories") or {}
+    rows = []
+    for name in CATEGORIES:
+        counts = found.get(name) or {}
+        missing = counts.get("missing") or []
+        rows.append(Category(name, counts.get("expected", "-"), counts.get("landed", "-"), list(missing)))
+    return rows
+
+
+def _step_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= STEP_CHARS else text[:STEP_CHARS] + " [...]"
+
+
+def trajectory_steps(path: Path) -> list[dict[str, str]]:
+    """Harbor's trajectory (ATIF `trajectory.json`) as short steps: who, the message, tool calls, results."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    steps = data.get("steps") if isinstance(data, dict) else None
+    rows = []
+    for step in (steps or [])[:TRAJECTORY_STEPS]:
+        if not isinstance(step, dict):
+            continue
+        calls = [
+            f"{c.get('function_name', '?')}({_step_text(c.get('arguments', ''))})"
+            for c in step.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        observation = step.get("observation") or {}
+        results = observation.get("results") if isinstance(observation, dict) else None
+        seen = [_step_text(r.get("content", "")) for r in results or [] if isinstance(r, dict)]
+        rows.append(
+            {
+                "id": str(step.get("step_id", len(rows) + 1)),
+                "source": str(step.get("source", "")),
+                "message": _step_text(step.get("message") or ""),
+                "calls": "\n".join(calls),
+                "observation": "\n".join(seen),
+            }
+        )
+    return rows
+
+
+def run_logs(run_dir: Path, result: RunResult, page: str, root: Path) -> list[Log]:
+    """Tails of the run's logs that exist, each with a link to the whole file."""
+    work = run_dir / names.WORK_DIR
+    candidates = [
+        ("verifier", run_dir / names.VERIFIER_LOG),
+        ("test output", run_dir / names.VERIFIER_OUT / names.TEST_OUTPUT_LOG),
+        ("agent", work / names.AGENT_LOG),
+        ("capture", work / names.CAPTURE_LOG),
+        ("egress proxy", work / names.PROXY_LOG),
+        ("harbor", work / names.HARBOR_DIR / "harbor.log"),
+        ("leftover processes", run_dir / names.VERIFIER_OUT / names.LEFTOVER_PROCESSES),
+    ]
+    solve_log = names.solve_log(result.agent, result.task, result.attempt)
+    verify_log = names.verify_log(result.agent, result.task, result.attempt)
+    candidates += [
+        ("solve job", root / solve_log),
+        ("solve job: failed tries", root / names.tries_log(solve_log)),
+        ("verify job", root / verify_log),
+        ("verify job: failed tries", root / names.tries_log(verify_log)),
+    ]
+    logs = []
+    for label, path in candidates:
+        if path.is_file():
+            rel = path.relative_to(root)
+            logs.append(Log(label, href(rel, page), tail(path), path.stat().st_size))
+    return logs
+
+
+@dataclass
+class RunPage:
+    """Everything one run's page shows."""
+
+    result: RunResult
+    page: str
+    links: dict[str, str] = field(default_factory=dict)
+    instruction: str | None = None
+    instruction_cut: bool = False
+    diff: list[DiffLine] = field(default_factory=list)
+    diff_bytes: int | None = None
+    diff_cut: bool = False
+    categories: list[Category] = field(default_factory=list)
+    logs: list[Log] = field(default_factory=list)
+    trajectory: list[dict[str, str]] = field(default_factory=list)
+    usage: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def reason_text(self) -> str | None:
+        return reason_text(self.result.reason) if self.result.reason else None
+
+
+def usage_rows(agent_result: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    for key, label in (
+        ("n_input_tokens", "input tokens"),
+        ("n_cache_tokens", "cache tokens"),
+        ("n_output_tokens", "output tokens"),
+    ):
+        if agent_result.get(key) is not None:
+            rows.append((label, f"{int(agent_result[key]):,}"))
+    if agent_result.get("cost_usd") is not None:
+        rows.append(("cost", money(float(agent_result["cost_usd"]))))
+    return rows
+
+
+def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
+    """The page of one run (`result_path` relative to `root`, the workflow directory)."""
+    result = RunResult.read(root / result_path)
+    page = names.site_run_page(result.agent, result.task, result.attempt)
+    run_dir = (root / result_path).parent
+    work = run_dir / names.WORK_DIR
+    data = RunPage(result, page, categories=categories(result.verifier), usage=usage_rows(result.agent_result))
+    data.links = {
+        "task": href(names.site_task_page(result.task), page),
+        "index": href(names.SITE_INDEX, page),
+        "result.json": href(result_path, page),
+    }
+    if (work / names.WORK_FILE).is_file():
+        data.links["work.json"] = href(result_path.parent / names.WORK_DIR / names.WORK_FILE, page)
+    instruction = root / tasks_dir / result.task / names.INSTRUCTION
+    if instruction.is_file():
+        data.instruction, data.instruction_cut = read_text(instruction, INSTRUCTION_BYTES)
+    diff = work / names.AGENT_DIFF
+    if diff.is_file():
+        text, data.diff_cut = read_text(diff, DIFF_BYTES)
+        data.diff, data.diff_bytes = diff_lines(text), diff.stat().st_size
+        data.links["agent.diff"] = href(diff.relative_to(root), page)
+    data.logs = run_logs(run_dir, result, page, root)
+    for trajectory in sorted((work / names.HARBOR_DIR).glob("jobs/*/*/agent/trajectory.json"))[:1]:
+        data.trajectory = trajectory_steps(trajectory)
+        data.links["trajectory.json"] = href(trajectory.relative_to(root), page)
+    if result.trial_result and (work / result.trial_result).is_file():
+        data.links["Harbor trial result.json"] = href((work / result.trial_result).relative_to(root), page)
+    return data
+
+
+# --------------------------------------------------------------------------- one task
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value) else str(value)
+
+
+def task_rows(runs: pd.DataFrame, page: str) -> list[dict[str, str]]:
+    """One row per run of the task (agent, attempt order), for its page."""
+    rows = []
+    for run in runs.sort_values(["agent", "attempt"]).itertuples():
+        tests = {
+            c: f"{_number(getattr(run, f'{c}_landed'))}/{_number(getattr(run, f'{c}_expected'))}"
+            for c in CATEGORIES
+        }
+        rows.append(
+            {
+                "agent": str(run.agent),
+                "attempt": str(run.attempt),
+                "href": href(names.site_run_page(run.agent, run.task, run.attempt), page),
+                "status": str(run.status),
+                "cls": outcome_class(str(run.status), run.reason),
+                "reason": "" if pd.isna(run.reason) else str(run.reason),
+                "meaning": "" if pd.isna(run.reason) else reason_text(str(run.reason)),
+                **tests,
+                "agent_time": duration(run.agent_sec),
+                "tokens": f"{tokens(run.input_tokens)} / {tokens(run.output_tokens)}",
+                "cost": money(run.cost_usd),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- the index
+
+
+@dataclass
+class Grid:
+    """The task x agent grid: agents (columns), repositories (filter), and one row per task."""
+
+    agents: list[str]
+    repositories: list[str]
+    reasons: list[tuple[str, str, str]]  # (class, word, text) of the outcomes present
+    rows: list[dict[str, Any]]
+    attempts: int
+
+
+def grid(summary: pd.DataFrame) -> Grid:
+    agents = sorted(set(summary["agent"]))
+    repositories = sorted(set(summary["repository"].fillna("")))
+    repo_index = {r: i for i, r in enumerate(repositories)}
+    agent_index = {a: i for i, a in enumerate(agents)}
+    cells: dict[str, dict[int, list[tuple[str, str]]]] = {}
+    repo_of: dict[str, str] = {}
+    present: set[str] = set()
+    ordered = summary.sort_values(["task", "agent", "attempt"])
+    for task, agent, attempt, status, reason, repository in zip(
+        ordered["task"], ordered["agent"], ordered["attempt"], ordered["status"], ordered["reason"],
+        ordered["repository"].fillna(""), strict=True,
+    ):  # fmt: skip
+        cls = outcome_class(status, reason)
+        present.add(cls)
+        link = f"runs/{agent}/{task}/attempt-{attempt}.html"
+        cells.setdefault(task, {}).setdefault(agent_index[agent], []).append((link, cls))
+        repo_of[task] = repository
+    rows = [
+        {
+            "task": task,
+            "repo": repo_index[repo_of[task]],
+            "cells": [cells[task].get(i, []) for i in range(len(agents))],
+        }
+        for task in sorted(cells)
+    ]
+    attempts = int(summary["attempt"].max()) if len(summary) else 0
+    return Grid(agents, repositories, legend(present), rows, attempts)
+
+
+def legend(present: set[str]) -> list[tuple[str, str, str]]:
+    """(class, word, text) for each outcome class present: resolved, each reason word, error."""
+    found = []
+    if "s" in present:
+        found.append(("s", "resolved", "the expected tests passed: reward 1"))
+    for reason, index in REASON_INDEX.items():
+        if f"u{index}" in present:
+            found.append((f"u{index}", reason, REASON_TEXT[Reason(reason)]))
+    if "e" in present:
+        found.append(("e", "error", REASON_TEXT[Reason.INFRASTRUCTURE]))
+    return found
+
+
+def rate_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    shown = display_rates(table)
+    return list(shown.columns), [[str(v) for v in row] for row in shown.itertuples(index=False)]
+
+
+@dataclass
+class PairRow:
+    comparison: Comparison
+    href: str
+
+    @property
+    def cells(self) -> list[str]:
+        c = self.comparison
+        return [
+            c.scope,
+            str(c.tasks),
+            str(c.only_a),
+            str(c.only_b),
+            points(c.difference),
+            f"{interval(c.ci_low, c.ci_high)} ({c.ci_method})",
+            interval(c.bootstrap_low, c.bootstrap_high),
+            f"{p_text(c.p_value)} ({c.test})",
+        ]
+
+
+PAIR_HEADER = [
+    "scope",
+    "tasks",
+    "only a",
+    "only b",
+    "difference (a - b)",
+    "95% CI",
+    "95% CI (paired bootstrap)",
+    "p",
+]
+__all__ = ["PAIR_HEADER", "WILSON_HEADER", "Grid", "PairRow", "RunPage", "grid", "run_page", "task_rows"]

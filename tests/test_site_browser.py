@@ -1,0 +1,156 @@
+"""The results site of a finished run of the examples, in a real browser (Debian's Chromium, headless,
+driven by chromedriver through Selenium): from the index, one click reaches a run's page, which shows the
+f2p tests that did not pass, the agent's diff and the logs; the grid's filters work. One Chromium
+session for the module. Screenshots go to `$KOTLIN_BENCH_SCREENSHOTS` (default: the test's tmp dir)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kotlin_bench.core import names
+from kotlin_bench.results.summary import read_summary
+from kotlin_bench.tools.workspace import Workspace
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+WAIT_SEC = 30
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        selenium_ready = False
+    else:
+        selenium_ready = True
+    if not (selenium_ready and Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium, chromedriver or selenium missing: CI must run scripts/setup.sh --tests")
+        pytest.skip("Chromium, chromedriver or selenium missing (scripts/setup.sh --tests)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--window-size=1300,1800",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = Path(os.environ.get("KOTLIN_BENCH_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def wait_for_page(driver: Any, suffix: str) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, WAIT_SEC).until(
+        lambda d: (
+            d.current_url.endswith(suffix) and d.execute_script("return document.readyState") == "complete"
+        )
+    )
+
+
+def click_cell(driver: Any, index: Path, agent: str, task: str) -> None:
+    """Open the index and click the grid's square of (agent, task, attempt 1)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(index.as_uri())
+    wait_for_page(driver, "index.html")
+    link = f"runs/{agent}/{task}/attempt-1.html"
+    driver.find_element(By.CSS_SELECTOR, f'#grid a[href="{link}"]').click()
+    wait_for_page(driver, link)
+
+
+def test_one_click_from_the_index_to_a_nop_run_and_an_oracle_run(
+    finished_examples: Workspace, browser: Any, shots: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    root = finished_examples.root
+    index = root / names.SITE_INDEX
+    task = "examples_calc-4"
+    click_cell(browser, index, "nop", task)
+    result = json.loads((root / names.run_result("nop", task, 1)).read_text())
+    missing = result["verifier"]["categories"]["f2p"]["missing"]
+    tests = browser.find_element(By.ID, "tests").text
+    assert missing and all(name in tests for name in missing)
+    assert browser.find_element(By.ID, "diff-empty").text == "(empty: the agent changed nothing)"
+    logs = {a.text: a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "h3 a")}
+    whole = [href for text, href in logs.items() if text.startswith("(the whole log")]
+    assert any(href.endswith(f"runs/nop/{task}/attempt-1/verifier.log") for href in whole)
+    assert "junit_compare: UNRESOLVED" in browser.find_element(By.TAG_NAME, "body").text
+    browser.save_screenshot(str(shots / "nop-run.png"))
+
+    click_cell(browser, index, "oracle", task)
+    diff = browser.find_element(By.ID, "diff").text
+    agent_diff = (root / names.work_dir("oracle", task, 1) / names.AGENT_DIFF).read_text()
+    added = [line for line in agent_diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added and all(line.strip() in diff for line in added)
+    assert "resolved" in browser.find_element(By.CLASS_NAME, "badge").text
+    browser.save_screenshot(str(shots / "oracle-run.png"))
+
+
+def test_the_grid_filters_by_agent_and_reason(
+    finished_examples: Workspace, browser: Any, shots: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    summary = read_summary(finished_examples.root / names.SUMMARY_CSV)
+    reason = summary.loc[summary["agent"] == "nop", "reason"].iloc[0]
+    expected = sorted(set(summary.loc[summary["reason"] == reason, "task"]))
+    browser.get((finished_examples.root / names.SITE_INDEX).as_uri())
+    wait_for_page(browser, "index.html")
+    Select(browser.find_element(By.ID, "f-reason")).select_by_visible_text(reason)
+    WebDriverWait(browser, WAIT_SEC).until(
+        lambda d: d.find_element(By.ID, "shown").text == f"{len(expected)} task(s) shown"
+    )
+    rows = [r for r in browser.find_elements(By.CSS_SELECTOR, "#grid tbody tr") if r.is_displayed()]
+    assert [r.find_element(By.TAG_NAME, "th").text for r in rows] == expected
+    Select(browser.find_element(By.ID, "f-reason")).select_by_visible_text("all")
+    Select(browser.find_element(By.ID, "f-agent")).select_by_visible_text("oracle")
+    WebDriverWait(browser, WAIT_SEC).until(lambda d: d.find_element(By.ID, "shown").text == "5 task(s) shown")
+    shown = [a for a in browser.find_elements(By.CSS_SELECTOR, "#grid td a") if a.is_displayed()]
+    assert len(shown) == 5 and all("/oracle/" in a.get_attribute("href") for a in shown)
+    browser.save_screenshot(str(shots / "index.png"))
+
+
+def test_compare_oracle_and_nop_on_the_examples(finished_examples: Workspace) -> None:
+    """The acceptance of the paired comparison: 5 discordant tasks, exact McNemar p = 0.0625."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", "compare", "oracle", "nop"],
+        cwd=finished_examples.root / "results",  # any directory inside the workflow
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "discordant: 5 (5 only oracle, 0 only nop)" in done.stdout
+    assert "p = 0.0625 (exact McNemar)" in done.stdout
+    summary = (finished_examples.root / names.SUMMARY_MD).read_text()
+    assert "| oracle vs nop | attempt 1 | 5 | 5 | 0 | +100.0 pts |" in summary

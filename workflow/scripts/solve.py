@@ -1,0 +1,49 @@
+"""Snakemake script of rule solve: the agent's work on one (task, agent, attempt), kept in a work record.
+
+An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded as a
+work record with status error, which the run's verify step turns into an error result of step `solve`.
+SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the phase container's
+exit removes the run's containers, and no record is written.
+"""
+
+from pathlib import Path
+
+from kotlin_bench.dag.smk import (
+    Tries,
+    configured_engine,
+    logged,
+    stop_on_sigterm,
+    task_image_id,
+    workflow_root,
+)
+from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.runs import runner
+from kotlin_bench.runs.agents import Agent, kind_of
+from kotlin_bench.runs.handoff import Limits
+
+stop_on_sigterm()
+sm = snakemake  # noqa: F821
+with logged(sm.log[0]):
+    agent = Agent(**sm.params.agent)
+    attempt = int(sm.wildcards.attempt)
+    work_dir = Path(sm.output[0]).parent
+    try:
+        task = load_task(Path(sm.params.task_dir))
+    except TaskError as exc:
+        # A bad task is a record (naming the file), not a failed job: no retry can fix it, and the
+        # summary of the other tasks must not wait for it.
+        print(f"invalid task: {exc}")
+        runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
+    else:
+        tries = Tries.of_job(sm)
+        try:
+            image = task_image_id(sm.config, Path(sm.input[0])) if kind_of(agent).needs_image else None
+            limits = Limits.from_config(sm.params.capture)
+            engine = configured_engine(sm.config)
+            work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine)
+        except Exception as exc:
+            if not tries.failed(exc):
+                raise
+            work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")
+        print(f"{task.id} {agent.name} attempt {attempt}: solved, {work.status}: {what}")

@@ -1,0 +1,40 @@
+"""Snakemake script of rules verify and verify_repeat: a verdict on one run's work record, in a fresh
+container, written to result.json (repeat 1 in the run directory, repeat r in `repeats/<r>/`).
+
+An infrastructure error fails the job so that Snakemake retries it (after the engine answers again); on
+the last try it is recorded as an error result of step `verify`. The work record is never touched.
+"""
+
+from pathlib import Path
+
+from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image_id
+from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.runs import runner
+from kotlin_bench.runs.verify import VerifierOptions
+
+stop_on_sigterm()
+sm = snakemake  # noqa: F821
+with logged(sm.log[0]):
+    repeat = int(sm.wildcards.get("repeat", 1))
+    verify_dir = Path(sm.output[0]).parent
+    work_path = Path(sm.input.work)
+    try:
+        task = load_task(Path(sm.params.task_dir))
+    except TaskError as exc:
+        print(f"invalid task: {exc}")
+        result = runner.record_unverifiable(work_path, verify_dir, repeat, exc)
+    else:
+        tries = Tries.of_job(sm)
+        try:
+            image = task_image_id(sm.config, Path(sm.input.image))
+            options = VerifierOptions.from_config(sm.params.verifier)
+            engine = configured_engine(sm.config)
+            result = runner.verify_step(task, work_path, verify_dir, repeat, image, options, engine)
+        except Exception as exc:
+            if not tries.failed(exc):
+                raise
+            result = runner.record_verify_error(task, work_path, verify_dir, repeat, exc, tries.history())
+    print(
+        f"{result.task} {result.agent} attempt {result.attempt} verification {repeat}: {result.status} "
+        f"reward={result.reward} {result.reason or ''}"
+    )
