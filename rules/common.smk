@@ -1,11 +1,22 @@
+import sys
 from pathlib import Path
+
+# This checkout's package first, whichever clone `scripts/setup.sh` installed editable: the rules and
+# (through PYTHONPATH) the rule scripts import it, or the workflow refuses (kotlin_bench.core.checkout).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+try:
+    from kotlin_bench.core.checkout import own_package_or_exit
+except ImportError as exc:  # no package here, and one from elsewhere (older) first on the path
+    sys.exit(f"kotlin-bench: error: {workflow.basedir}/src/kotlin_bench cannot be imported: {exc}")
+
+own_package_or_exit(Path(workflow.basedir))
 
 from snakemake.utils import min_version, validate
 
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import check_or_exit, plan_or_exit
-from kotlin_bench.dag.plan import drop_stale_summary
 from kotlin_bench.dag.progress import start_progress
+from kotlin_bench.dag.stale import Staleness
 
 min_version("9.0")
 
@@ -18,7 +29,8 @@ check_or_exit(config, workflow.configfiles, Path(workflow.basedir))
 # fills in the schema's defaults
 validate(config, "../workflow/schemas/config.schema.yaml")
 PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
-MISSING_RUNS = drop_stale_summary(Path(names.SUMMARY_CSV), PLAN.results())
+# files made from many others that lack some of them (kotlin_bench.dag.stale; a dry run changes nothing)
+STALE = Staleness(workflow)
 
 
 wildcard_constraints:
@@ -85,20 +97,58 @@ def all_results(wildcards):
     return PLAN.results()
 
 
-def repeated_results(wildcards):
-    return PLAN.repeated_results()
+def summary_inputs(wildcards):
+    return STALE.settle(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
 
 
-def healthcheck_runs(wildcards):
-    return PLAN.healthcheck_results()
+def stale_summary(wildcards):
+    return STALE.parameter(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
 
 
-def healthcheck_repeats(wildcards):
-    return PLAN.healthcheck_repeats()
+def healthcheck_inputs(wildcards):
+    return STALE.settle(
+        names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs(), "health check record(s)"
+    )
 
 
-def network_checks(wildcards):
-    return PLAN.network_checks()
+def stale_healthcheck(wildcards):
+    return STALE.parameter(
+        names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs(), "health check record(s)"
+    )
+
+
+def validation_verdict_inputs(wildcards):
+    verdict = names.validation_verdict(wildcards.task)
+    phases = PLAN.validation_phases(wildcards.task)
+    return STALE.settle(verdict, phases, "validation phase record(s)")
+
+
+def stale_validation_verdict(wildcards):
+    verdict = names.validation_verdict(wildcards.task)
+    phases = PLAN.validation_phases(wildcards.task)
+    return STALE.parameter(verdict, phases, "validation phase record(s)")
+
+
+def validation_summary_inputs(wildcards):
+    return STALE.settle(
+        names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts(), "task verdict(s)"
+    )
+
+
+def stale_validation_summary(wildcards):
+    return STALE.parameter(
+        names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts(), "task verdict(s)"
+    )
+
+
+def regrade_inputs(wildcards):
+    return STALE.settle(names.REGRADE_CSV, PLAN.regrade_results(), "regraded result(s)")
+
+
+def stale_regrade(wildcards):
+    return STALE.parameter(
+        names.REGRADE_CSV, PLAN.regrade_results(), "regraded result(s)"
+    )
 
 
 def network_check_inputs(wildcards):

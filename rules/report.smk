@@ -7,8 +7,7 @@ REPRODUCE = ReproducePlan.from_config(
 
 rule summary:
     input:
-        results=all_results,
-        repeats=repeated_results,
+        unpack(summary_inputs),
     output:
         names.SUMMARY_CSV,
     log:
@@ -18,6 +17,7 @@ rule summary:
         "../environment.yml"
     params:
         tasks_dir=config["tasks_dir"],
+        stale=stale_summary,
     script:
         "../workflow/scripts/summarize.py"
 

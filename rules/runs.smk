@@ -79,7 +79,7 @@ use rule verify as regrade_verify with:
 
 rule regrade_changes:
     input:
-        PLAN.regrade_results(),
+        regrade_inputs,
     output:
         csv=names.REGRADE_CSV,
         markdown=names.REGRADE_MD,
@@ -91,6 +91,7 @@ rule regrade_changes:
     params:
         # the verdicts a regrade would replace: read where they exist, never built by this rule
         current=PLAN.results(),
+        stale=stale_regrade,
     script:
         "../workflow/scripts/regrade_changes.py"
 

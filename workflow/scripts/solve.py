@@ -8,7 +8,7 @@ exit removes the run's containers, and no record is written.
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, logged, stop_on_sigterm, task_image_id, workflow_root
+from kotlin_bench.dag.smk import Tries, logged, stop_on_sigterm, task_image, workflow_root
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
@@ -30,7 +30,7 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image_id(sm.config, Path(sm.input[0])) if kind_of(agent).needs_image else None
+            image = task_image(sm.config, Path(sm.input[0])) if kind_of(agent).needs_image else None
             limits = Limits.from_config(sm.params.capture)
             work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm))
         except Exception as exc:

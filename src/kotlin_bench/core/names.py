@@ -1,6 +1,8 @@
 """Every name and path the parts of kotlin-bench agree on, spelled out once.
 
-- images: `kotlin-bench/<repo_key>:<tag>` (bases) and `kotlin-bench/<repo_key>:pr-<N>` (tasks);
+- images: `kotlin-bench/<repo_key>:<tag>` (bases), `kotlin-bench/<repo_key>:pr-<N>` (a task's published
+  name, in its docker-compose.yaml) and `kotlin-bench/<repo_key>:pr-<N>.ws-<workdir tag>` (the task image
+  the workflow builds);
 - the results tree: image sentinels, run directories and their files, reports, logs;
 - task directory files that materialization writes;
 - folders inside task containers, and the labels on every container and network the harness makes.
@@ -29,6 +31,14 @@ def image(repo_key: str, tag: str) -> str:
 def task_image(repo_key: str, pr: int) -> str:
     """A task image: the base image's repository key and the pull request number."""
     return image(repo_key, f"pr-{pr}")
+
+
+def built_task_image(published: str, workdir: Path | None = None) -> str:
+    """The name the workflow gives a task image it builds: the published name (`task_image`) with the
+    workflow directory's tag. A Harbor run of a task directory builds (and by default then deletes) the
+    published name, and two checkouts sharing an engine each have their own, so no one else's build
+    takes this name."""
+    return f"{published}.ws-{workdir_tag(workdir)}"
 
 
 def image_parts(name: str) -> tuple[str, str]:

@@ -62,6 +62,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     harness_version: str = HARNESS_VERSION
+    code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
     agent_timed_out: bool = False
     task_digest: str | None = None
     verifier_digest: str | None = None
@@ -188,6 +189,7 @@ class WorkRecord:
     image_id: str | None = None
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     harness_version: str = HARNESS_VERSION
+    code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
     agent_exit_code: int | None = None
     agent_timed_out: bool = False
     timings: dict[str, float] = field(default_factory=dict)

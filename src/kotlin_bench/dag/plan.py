@@ -378,6 +378,18 @@ class Plan:
             for repeat in range(2, self.verify_repeats + 1)
         ]
 
+    def summary_inputs(self) -> dict[str, list[str]]:
+        """What the summary is made from: every run's result, and its repeated verifications."""
+        return {"results": self.results(), "repeats": self.repeated_results()}
+
+    def healthcheck_inputs(self) -> dict[str, list[str]]:
+        """What the health check's table is made from: the oracle and nop runs (and repeats), the probes."""
+        return {
+            "runs": self.healthcheck_results(),
+            "repeats": self.healthcheck_repeats(),
+            "checks": self.network_checks(),
+        }
+
     def network_checks(self) -> list[str]:
         return [names.network_check(task_id) for task_id in self.tasks]
 
@@ -400,31 +412,6 @@ def _repository_facts(task: Task) -> dict[str, Any]:
         "base_commit": task.base_commit,
         "environment": asdict(task.environment),
     }
-
-
-def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
-    """Remove the summary when one of its expected results is missing; return the missing ones.
-
-    Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
-    (snakemake/snakemake#1978), and whether it does depends on the rerun triggers. A summary that lacks
-    some of its runs is stale anyway; without it, Snakemake reruns exactly the missing runs and rebuilds
-    the summary from all results, whether the target is the default one or `results/summary.csv`.
-    """
-    missing = [p for p in expected if not Path(p).exists()]
-    if missing and summary.exists():
-        summary.unlink()
-        print(f"kotlin-bench: {len(missing)} {what} missing; {summary} will be rebuilt", file=sys.stderr)
-    return missing
-
-
-def drop_stale_validation(plan: Plan) -> None:
-    """drop_stale_summary for the validation: a task's verdict that lacks some of its phase records, and
-    the validation summary that lacks some verdicts, are removed, so that exactly the missing phases run
-    again and everything made from them is rebuilt."""
-    for task_id in plan.tasks:
-        verdict = Path(names.validation_verdict(task_id))
-        drop_stale_summary(verdict, plan.validation_phases(task_id), "validation phase record(s)")
-    drop_stale_summary(Path(names.VALIDATION_SUMMARY_CSV), plan.validation_verdicts(), "task verdict(s)")
 
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:

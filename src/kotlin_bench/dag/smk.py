@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code, running_package
 from kotlin_bench.engine.engine import connect, wait_until_up
-from kotlin_bench.engine.images import pin_images, read_sentinel
+from kotlin_bench.engine.images import ImageRef, use_image
 from kotlin_bench.engine.registry import Registry
 
 
@@ -25,6 +27,9 @@ def logged(log_path: str | Path) -> Iterator[None]:
         contextlib.redirect_stdout(log),
         contextlib.redirect_stderr(log),
     ):
+        print(
+            f"kotlin-bench {HARNESS_VERSION} ({running_code() or 'not a git checkout'}), {running_package()}"
+        )
         try:
             yield
         except BaseException:
@@ -62,14 +67,11 @@ def configured_registry(config: dict[str, Any]) -> Registry | None:
     return Registry.from_config(config.get("registry"))
 
 
-def task_image_id(config: dict[str, Any], sentinel: Path) -> str:
-    """The id of the task image a job runs (runs, validation phases, network probes). With `registry:`,
-    the exact digest its sentinel records: pulled when this engine lacks it and named as built (Harbor
-    runs it by name); a tag moved elsewhere is refused."""
-    registry = configured_registry(config)
-    if registry:
-        pin_images(connect(), [sentinel], registry)
-    return read_sentinel(sentinel).id
+def task_image(config: dict[str, Any], sentinel: Path) -> ImageRef:
+    """The task image a job runs (runs, validation phases, network probes): the id its sentinel records,
+    named as recorded again when something took the name (`use_image`). With `registry:`, the exact digest
+    its sentinel records: pulled when this engine lacks it; a tag moved elsewhere is refused."""
+    return use_image(connect(), sentinel, configured_registry(config))
 
 
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts

@@ -5,9 +5,13 @@ the recipe is a Dockerfile (context: its directory) or `debootstrap:<suite>` (an
 debootstrap and `docker import`, for hosts without a registry). A Dockerfile's context may list npm
 packages in `npm-packs.txt`; they are fetched on the host with `npm pack` into `<context>/npm-packs/`
 before the build, so that containers never need the npm registry. A task image is built from the task's
-`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>`.
+`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>.ws-<workdir tag>`
+(`names.built_task_image`: not the published name, which a Harbor run of the task directory builds and
+deletes). Every image the workflow builds carries the label `kotlin-bench.workdir=<workflow directory>`.
 
-Every build writes its log and, on success, a sentinel JSON recording the image id.
+Every build writes its log and, on success, a sentinel JSON recording the image's name, id and size. A
+job uses an image through its sentinel (`use_image`): by the recorded id, named as recorded again when
+something took the name away.
 """
 
 from __future__ import annotations
@@ -130,29 +134,44 @@ def image_id(client: docker.DockerClient, image: str) -> str | None:
 
 @dataclass(frozen=True)
 class Sentinel:
-    """An image the workflow built: its name, id, when and how long, and where it was pushed.
+    """An image the workflow built: its name, id, when and how long, its size, and where it was pushed.
 
-    `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the image's manifest
-    digest in the registry), else None. Read and written only here (JSON)."""
+    `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
+    sentinels written before 0.3). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is
+    configured (the image's manifest digest in the registry), else None. Read and written only here (JSON).
+    """
 
     image: str
     id: str
     built_at: str = ""
     seconds: float = 0.0
     pushed: str | None = None
+    size: int | None = None
 
     def write(self, path: Path) -> None:
-        record = {"image": self.image, "id": self.id, "built_at": self.built_at, "seconds": self.seconds}
+        record: dict[str, Any] = {
+            "image": self.image,
+            "id": self.id,
+            "built_at": self.built_at,
+            "seconds": self.seconds,
+        }
+        if self.size is not None:
+            record["size"] = self.size
         if self.pushed:
             record["pushed"] = self.pushed
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
 def write_sentinel(
-    path: Path, image: str, image_id: str, seconds: float, pushed: str | None = None
+    path: Path,
+    image: str,
+    image_id: str,
+    seconds: float,
+    pushed: str | None = None,
+    size: int | None = None,
 ) -> Sentinel:
     sentinel = Sentinel(
-        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed
+        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed, size
     )
     sentinel.write(path)
     return sentinel
@@ -161,12 +180,14 @@ def write_sentinel(
 def read_sentinel(path: Path) -> Sentinel:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        size = data.get("size")
         return Sentinel(
             str(data["image"]),
             str(data["id"]),
             str(data.get("built_at", "")),
             float(data.get("seconds", 0.0)),
             data.get("pushed"),
+            None if size is None else int(size),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
@@ -196,13 +217,25 @@ def fetch_npm_packs(context: Path, log: Any) -> None:
             raise ImageError(f"{listing}: `npm pack {spec}` failed: {result.stderr.strip()[-500:]}")
 
 
+def workdir_label() -> dict[str, str]:
+    """The label every image and container of this workflow directory carries (`kotlin-bench clean` finds
+    what a workspace left on the engine by it)."""
+    return {names.LABEL_WORKDIR: str(Path.cwd().resolve())}
+
+
 def stream_build(
     client: docker.DockerClient, context: Path, dockerfile: str, tag: str, timeout: float, log: Any
 ) -> str:
     """Build and stream the log; stop with an error past `timeout` seconds."""
     deadline = time.monotonic() + timeout
     stream: Iterator[dict[str, Any]] = client.api.build(
-        path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, decode=True
+        path=str(context),
+        dockerfile=dockerfile,
+        tag=tag,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        labels=workdir_label(),
     )
     for chunk in stream:
         if "stream" in chunk:
@@ -245,7 +278,7 @@ def ensure_image(
 ) -> str:
     """The id of the image `sentinel` (read from `where`) records.
 
-    Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
+    Without a registry this is the recorded id, as it is (`use_image` checks that it is present). With
     one, the registry's tag must still name the recorded digest (else the image is refused), and the image
     is pulled by that digest when this engine lacks it."""
     if registry is None:
@@ -261,19 +294,25 @@ def ensure_image(
     return sentinel.id
 
 
-def pin_images(
-    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
-) -> None:
-    """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
-    sharing the engine may have moved the tag to an image of its own. With a registry, the image is
-    first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
+@dataclass(frozen=True)
+class ImageRef:
+    """An image a job uses: the name its sentinel records and the id it was built as."""
+
+    name: str
+    id: str
+
+
+def use_image(client: docker.DockerClient, path: Path, registry: Registry | None = None) -> ImageRef:
+    """The image the sentinel at `path` records, named as recorded: a name that something else took away
+    (a Harbor build of the task directory, another checkout, `docker rmi` of the tag) or moved to another
+    image points at the recorded image again before anything uses it. With a registry, the image is first
+    checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`). An image that
+    is gone is an error saying to delete the sentinel (the image is then rebuilt)."""
     import docker
 
-    for path in sentinels:
-        record = read_sentinel(path)
-        wanted = ensure_image(client, record, registry, path)
-        if image_id(client, record.image) == wanted:
-            continue
+    record = read_sentinel(path)
+    wanted = ensure_image(client, record, registry, path)
+    if image_id(client, record.image) != wanted:
         try:
             image = client.images.get(wanted)
         except docker.errors.ImageNotFound:
@@ -283,6 +322,16 @@ def pin_images(
             ) from None
         repository, _, name = record.image.rpartition(":")
         image.tag(repository, name)
+    return ImageRef(record.image, wanted)
+
+
+def pin_images(
+    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
+) -> None:
+    """`use_image` for each sentinel, before a build FROM them: another checkout sharing the engine may
+    have moved a base's tag to an image of its own."""
+    for path in sentinels:
+        use_image(client, path, registry)
 
 
 def _finish(
@@ -297,7 +346,8 @@ def _finish(
     """Push the built image when a registry is configured, then write its sentinel."""
     seconds = time.monotonic() - started
     pushed = push(client, registry, image, found, log) if registry else None
-    write_sentinel(sentinel, image, found, seconds, pushed)
+    size = client.images.get(found).attrs.get("Size")
+    write_sentinel(sentinel, image, found, seconds, pushed, None if size is None else int(size))
 
 
 def build_base(
@@ -346,16 +396,17 @@ def build_task_image(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
         )
     started = time.monotonic()
+    name = names.built_task_image(task.image)
     with log_path.open("w", encoding="utf-8") as log:
         found = stream_build(
             client,
             task.path / "environment",
             "Dockerfile",
-            task.image,
+            name,
             task.environment.build_timeout_sec,
             log,
         )
-        _finish(client, task.image, found, started, sentinel, registry, log)
+        _finish(client, name, found, started, sentinel, registry, log)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

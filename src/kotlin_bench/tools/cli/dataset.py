@@ -303,7 +303,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         step += 1
         built = Path(names.task_sentinel(task.id, str(results))).is_file()
         state = "built" if built else "to build"
-        out(f"  {step:3d}. {task.image:50s} {state:9s} FROM {task.base_image}  ({task.id})")
+        image = names.built_task_image(task.image, args.root)
+        out(f"  {step:3d}. {image:50s} {state:9s} FROM {task.base_image}  ({task.id})")
     return 0
 
 
