@@ -13,7 +13,7 @@ from kotlin_bench.dag.smk import (
     configured_engine,
     logged,
     stop_on_sigterm,
-    task_image_id,
+    task_image,
     workflow_root,
 )
 from kotlin_bench.dataset.task import TaskError, load_task
@@ -37,7 +37,7 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image_id(sm.config, Path(sm.input[0])) if kind_of(agent).needs_image else None
+            image = task_image(sm.config, task) if kind_of(agent).needs_image else None
             limits = Limits.from_config(sm.params.capture)
             engine = configured_engine(sm.config)
             work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine)

@@ -6,7 +6,7 @@ phase's record instead, so that the task's verdict names it and the summary of t
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image_id
+from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.validation import phase as validation_phase
 
@@ -18,7 +18,7 @@ with logged(sm.log[0]):
     tries = Tries.of_job(sm)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
-        image = task_image_id(sm.config, Path(sm.input[0]))
+        image = task_image(sm.config, task).id
         record = validation_phase.run_phase(task, label, out_dir, image, configured_engine(sm.config))
     except Exception as exc:
         if not tries.failed(exc, retryable=not isinstance(exc, TaskError)):

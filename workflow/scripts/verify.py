@@ -7,7 +7,7 @@ the last try it is recorded as an error result of step `verify`. The work record
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image_id
+from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.verify import VerifierOptions
@@ -26,7 +26,7 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image_id(sm.config, Path(sm.input.image))
+            image = task_image(sm.config, task)
             options = VerifierOptions.from_config(sm.params.verifier)
             engine = configured_engine(sm.config)
             result = runner.verify_step(task, work_path, verify_dir, repeat, image, options, engine)

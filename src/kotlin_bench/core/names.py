@@ -1,6 +1,8 @@
 """Every name and path the parts of kotlin-bench agree on, spelled out once.
 
-- images: `kotlin-bench/<repo_key>:<tag>` (bases) and `kotlin-bench/<repo_key>:pr-<N>` (tasks);
+- images: `kotlin-bench/<repo_key>:<tag>` (bases), `kotlin-bench/<repo_key>:pr-<N>` (a task's published
+  name, in its docker-compose.yaml) and `kotlin-bench/<repo_key>:pr-<N>.ws-<workdir tag>` (the task image
+  the workflow builds);
 - the results tree: image sentinels, run directories and their files, reports, logs;
 - task directory files that materialization writes;
 - folders inside task containers, and the labels on every container and network the harness makes.
@@ -29,6 +31,14 @@ def image(repo_key: str, tag: str) -> str:
 def task_image(repo_key: str, pr: int) -> str:
     """A task image: the base image's repository key and the pull request number."""
     return image(repo_key, f"pr-{pr}")
+
+
+def built_task_image(published: str, workdir: Path | None = None) -> str:
+    """The name the workflow gives a task image it builds: the published name (`task_image`) with the
+    workflow directory's tag. A Harbor run of a task directory builds (and by default then deletes) the
+    published name, and two checkouts sharing an engine each have their own, so no one else's build
+    takes this name."""
+    return f"{published}.ws-{workdir_tag(workdir)}"
 
 
 def image_parts(name: str) -> tuple[str, str]:
@@ -87,6 +97,17 @@ def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
 
 def task_sentinel(task_id: str, results: str = RESULTS) -> str:
     return f"{results}/images/task/{task_id}.json"
+
+
+def task_image_release(task_id: str, purpose: str, results: str = RESULTS) -> str:
+    """The record of a task image removed once the jobs of one purpose that needed it were done (config
+    `images: {keep: bases}`; kotlin_bench.engine.retention)."""
+    return f"{results}/images/released/{purpose}/{task_id}.json"
+
+
+def task_image_rebuilt(task_id: str, results: str = RESULTS) -> str:
+    """The record of a task image built again by a job that needed it after its release (or pulled back)."""
+    return f"{results}/images/rebuilt/{task_id}.json"
 
 
 def is_image_sentinel(path: str) -> bool:

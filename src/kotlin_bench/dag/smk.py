@@ -9,10 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code, running_package
+from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
-from kotlin_bench.engine.images import pin_images, read_sentinel
+from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
+from kotlin_bench.engine.retention import ensure_task_image
 
 
 @contextlib.contextmanager
@@ -25,6 +29,9 @@ def logged(log_path: str | Path) -> Iterator[None]:
         contextlib.redirect_stdout(log),
         contextlib.redirect_stderr(log),
     ):
+        print(
+            f"kotlin-bench {HARNESS_VERSION} ({running_code() or 'not a git checkout'}), {running_package()}"
+        )
         try:
             yield
         except BaseException:
@@ -68,14 +75,14 @@ def configured_engine(config: dict[str, Any]) -> EngineSettings:
     return EngineSettings.from_config(config.get("engine"))
 
 
-def task_image_id(config: dict[str, Any], sentinel: Path) -> str:
-    """The id of the task image a job runs (runs, validation phases, network probes). With `registry:`,
-    the exact digest its sentinel records: pulled when this engine lacks it and named as built (Harbor
-    runs it by name); a tag moved elsewhere is refused."""
-    registry = configured_registry(config)
-    if registry:
-        pin_images(connect(configured_engine(config)), [sentinel], registry)
-    return read_sentinel(sentinel).id
+def task_image(config: dict[str, Any], task: Task) -> ImageRef:
+    """The task image a job runs (runs, validation phases, network probes) on the configured engine, named
+    as its records say (`kotlin_bench.engine.retention.ensure_task_image`): brought back when the engine
+    no longer has it (pulled by its recorded digest with `registry:`, else built again). With a registry,
+    a tag moved elsewhere is refused."""
+    log = Path(names.log("images", "task", task.id)).with_suffix(".rebuild.log")
+    engine = connect(configured_engine(config))
+    return ensure_task_image(engine, task, configured_registry(config), log)
 
 
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts

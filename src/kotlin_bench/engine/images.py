@@ -6,9 +6,13 @@ debootstrap and an import, for hosts without a registry; an ordinary user, for r
 the same minbase variant with mmdebstrap in a user namespace). A Dockerfile's context may list npm
 packages in `npm-packs.txt`; they are fetched on the host with `npm pack` into `<context>/npm-packs/`
 before the build, so that containers never need the npm registry. A task image is built from the task's
-`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>`.
+`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>.ws-<workdir tag>`
+(`names.built_task_image`: not the published name, which a Harbor run of the task directory builds and
+deletes). Every image the workflow builds carries the label `kotlin-bench.workdir=<workflow directory>`.
 
-Every build writes its log and, on success, a sentinel JSON recording the image id.
+Every build writes its log and, on success, a sentinel JSON recording the image's name, id and size. A
+job uses an image through its sentinel (`use_image`): by the recorded id, named as recorded again when
+something took the name away.
 """
 
 from __future__ import annotations
@@ -133,30 +137,49 @@ def image_id(client: docker.DockerClient, image: str) -> str | None:
 
 @dataclass(frozen=True)
 class Sentinel:
-    """An image the workflow built: its name, id, when and how long, and where it was pushed.
+    """An image the workflow built: its name, id, when and how long, its size, and where it was pushed.
 
-    `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the image's manifest
-    digest in the registry), else None. Read and written only here (JSON)."""
+    `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
+    sentinels written before 0.3). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is
+    configured (the image's manifest digest in the registry), else None. `replaces` is the id of the image
+    a rebuild replaced (kotlin_bench.engine.retention). Read and written only here (JSON).
+    """
 
     image: str
     id: str
     built_at: str = ""
     seconds: float = 0.0
     pushed: str | None = None
+    size: int | None = None
+    replaces: str | None = None
 
     def write(self, path: Path) -> None:
-        record = {"image": self.image, "id": self.id, "built_at": self.built_at, "seconds": self.seconds}
+        record: dict[str, Any] = {
+            "image": self.image,
+            "id": self.id,
+            "built_at": self.built_at,
+            "seconds": self.seconds,
+        }
+        if self.size is not None:
+            record["size"] = self.size
         if self.pushed:
             record["pushed"] = self.pushed
+        if self.replaces:
+            record["replaces"] = self.replaces
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
 def write_sentinel(
-    path: Path, image: str, image_id: str, seconds: float, pushed: str | None = None
+    path: Path,
+    image: str,
+    image_id: str,
+    seconds: float,
+    pushed: str | None = None,
+    size: int | None = None,
+    replaces: str | None = None,
 ) -> Sentinel:
-    sentinel = Sentinel(
-        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed
-    )
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    sentinel = Sentinel(image, image_id, now, round(seconds, 1), pushed, size, replaces)
     sentinel.write(path)
     return sentinel
 
@@ -164,12 +187,15 @@ def write_sentinel(
 def read_sentinel(path: Path) -> Sentinel:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+        size = data.get("size")
         return Sentinel(
             str(data["image"]),
             str(data["id"]),
             str(data.get("built_at", "")),
             float(data.get("seconds", 0.0)),
             data.get("pushed"),
+            None if size is None else int(size),
+            data.get("replaces"),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
@@ -199,6 +225,12 @@ def fetch_npm_packs(context: Path, log: Any) -> None:
             raise ImageError(f"{listing}: `npm pack {spec}` failed: {result.stderr.strip()[-500:]}")
 
 
+def workdir_label() -> dict[str, str]:
+    """The label every image and container of this workflow directory carries (`kotlin-bench clean` finds
+    what a workspace left on the engine by it)."""
+    return {names.LABEL_WORKDIR: str(Path.cwd().resolve())}
+
+
 def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeout: float, log: Any) -> str:
     """Build and stream the log; stop with an error past `timeout` seconds."""
     client = engine.client
@@ -210,6 +242,7 @@ def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeo
         rm=True,
         forcerm=True,
         decode=True,
+        labels=workdir_label(),
     )
     for chunk in stream:
         if "stream" in chunk:
@@ -282,7 +315,7 @@ def _imported_id(answer: str | bytes) -> str | None:
 def ensure_image(engine: Engine, sentinel: Sentinel, registry: Registry | None, where: Path) -> str:
     """The id of the image `sentinel` (read from `where`) records.
 
-    Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
+    Without a registry this is the recorded id, as it is (`use_image` checks that it is present). With
     one, the registry's tag must still name the recorded digest (else the image is refused), and the image
     is pulled by that digest when this engine lacks it."""
     if registry is None:
@@ -298,18 +331,26 @@ def ensure_image(engine: Engine, sentinel: Sentinel, registry: Registry | None, 
     return sentinel.id
 
 
-def pin_images(engine: Engine, sentinels: Iterable[Path], registry: Registry | None = None) -> None:
-    """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
-    sharing the engine may have moved the tag to an image of its own. With a registry, the image is
-    first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
+@dataclass(frozen=True)
+class ImageRef:
+    """An image a job uses: the name its sentinel records and the id it was built as."""
+
+    name: str
+    id: str
+
+
+def use_image(engine: Engine, path: Path, registry: Registry | None = None) -> ImageRef:
+    """The image the sentinel at `path` records, named as recorded: a name that something else took away
+    (a Harbor build of the task directory, another checkout, `docker rmi` of the tag) or moved to another
+    image points at the recorded image again before anything uses it. With a registry, the image is first
+    checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`). An image that
+    is gone is an error saying to delete the sentinel (the image is then rebuilt)."""
     import docker
 
     client = engine.client
-    for path in sentinels:
-        record = read_sentinel(path)
-        wanted = ensure_image(engine, record, registry, path)
-        if image_id(client, record.image) == wanted:
-            continue
+    record = read_sentinel(path)
+    wanted = ensure_image(engine, record, registry, path)
+    if image_id(client, record.image) != wanted:
         try:
             image = client.images.get(wanted)
         except docker.errors.ImageNotFound:
@@ -319,6 +360,14 @@ def pin_images(engine: Engine, sentinels: Iterable[Path], registry: Registry | N
             ) from None
         repository, _, name = engine.local_name(record.image).rpartition(":")
         image.tag(repository, name)
+    return ImageRef(record.image, wanted)
+
+
+def pin_images(engine: Engine, sentinels: Iterable[Path], registry: Registry | None = None) -> None:
+    """`use_image` for each sentinel, before a build FROM them: another checkout sharing the engine may
+    have moved a base's tag to an image of its own."""
+    for path in sentinels:
+        use_image(engine, path, registry)
 
 
 def _finish(
@@ -329,11 +378,15 @@ def _finish(
     sentinel: Path,
     registry: Registry | None,
     log: Any,
-) -> None:
+    replaces: str | None = None,
+) -> Sentinel:
     """Push the built image when a registry is configured, then write its sentinel."""
     seconds = time.monotonic() - started
     pushed = push(engine, registry, image, found, log) if registry else None
-    write_sentinel(sentinel, image, found, seconds, pushed)
+    size = engine.client.images.get(found).attrs.get("Size")
+    return write_sentinel(
+        sentinel, image, found, seconds, pushed, None if size is None else int(size), replaces
+    )
 
 
 def build_base(
@@ -372,9 +425,11 @@ def build_task_image(
     base_sentinel: Path | None = None,
     registry: Registry | None = None,
     settings: EngineSettings | None = None,
-) -> None:
+    replaces: str | None = None,
+) -> Sentinel:
     """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
-    with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
+    with a registry, the base comes from it where this engine lacks it, and the image is pushed. The
+    record is written to `sentinel` (`replaces`: the id of the image this build stands in for)."""
     engine = connect(settings)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if base_sentinel is not None:
@@ -384,16 +439,17 @@ def build_task_image(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
         )
     started = time.monotonic()
+    name = names.built_task_image(task.image)
     with log_path.open("w", encoding="utf-8") as log:
         found = stream_build(
             engine,
             task.path / "environment",
             "Dockerfile",
-            task.image,
+            name,
             task.environment.build_timeout_sec,
             log,
         )
-        _finish(engine, task.image, found, started, sentinel, registry, log)
+        return _finish(engine, name, found, started, sentinel, registry, log, replaces)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import RunResult, WorkRecord, WorkStatus
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
-from kotlin_bench.engine.images import image_id
+from kotlin_bench.engine.images import ImageRef, image_id
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.solve import SolveContext, clear
@@ -53,20 +54,16 @@ def exclusive(directory: Path) -> Iterator[None]:
         yield
 
 
-def _present(
-    task: Task, expected_image_id: str | None, settings: EngineSettings | None
-) -> tuple[Engine, str]:
-    """The engine (config `engine:`; Docker by default) and the id of the task image in it (the image the
-    workflow built, by id: another checkout may have moved the tag)."""
+def _present(image: ImageRef | None, settings: EngineSettings | None) -> tuple[Engine, str]:
+    """The engine (config `engine:`; Docker by default) and the id of the task image the job runs
+    (`use_image` found it by its sentinel, by id: another checkout or a Harbor build may have moved the
+    name)."""
+    if image is None:
+        raise RunError("no task image was given for a step that runs in one")
     engine = connect(settings)
-    client = engine.client
-    found = expected_image_id or image_id(client, task.image)
-    if found is None or image_id(client, found) is None:
-        raise RunError(
-            f"the image built for {task.image} ({(found or 'no id')[:19]}) is no longer in the engine; "
-            f"delete its sentinel {names.task_sentinel(task.id)} to rebuild it"
-        )
-    return engine, found
+    if image_id(engine.client, image.id) is None:
+        raise RunError(f"the image built as {image.name} ({image.id[:19]}) is no longer in the engine")
+    return engine, image.id
 
 
 def solve_step(
@@ -74,7 +71,7 @@ def solve_step(
     agent: Agent,
     attempt: int,
     work_dir: Path,
-    expected_image_id: str | None = None,
+    image: ImageRef | None = None,
     limits: handoff.Limits | None = None,
     root: Path | None = None,
     engine: EngineSettings | None = None,
@@ -87,18 +84,19 @@ def solve_step(
         )
     kind = kind_of(agent)
     with exclusive(work_dir):
-        connected, image = _present(task, expected_image_id, engine) if kind.needs_image else (None, None)
+        connected, found = _present(image, engine) if kind.needs_image else (None, None)
         ctx = SolveContext(
             connected,
             task,
             agent,
             attempt,
             work_dir,
-            image,
+            found,
             limits or handoff.Limits(),
             names.run_key(agent.name, task.id, attempt),
             root or Path.cwd(),
             read_files(kind.inputs(agent, task.path), task.path),
+            image.name if image is not None and kind.needs_image else None,
         )
         return kind.solve(ctx)
 
@@ -114,7 +112,7 @@ def verify_step(
     work_path: Path,
     verify_dir: Path,
     repeat: int = 1,
-    expected_image_id: str | None = None,
+    image: ImageRef | None = None,
     options: VerifierOptions | None = None,
     engine: EngineSettings | None = None,
 ) -> RunResult:
@@ -124,14 +122,14 @@ def verify_step(
     with exclusive(verify_dir):
         if work.status is WorkStatus.ERROR:
             return _solve_failed(task, work, work_path, verify_dir, repeat)
-        connected, image = _present(task, expected_image_id, engine)
+        connected, found = _present(image, engine)
         key = names.verify_key(work.agent, task.id, work.attempt, repeat)
         ctx = VerifyContext(
             connected,
             task,
             work_path.parent,
             verify_dir,
-            image,
+            found,
             key,
             options or VerifierOptions(),
             repeat,
@@ -159,7 +157,7 @@ def record_solve_error(
     an error (step `solve`) and `kotlin-bench errors --delete` can make it rerun."""
     clear(work_dir)
     work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
-    work.status, work.image = WorkStatus.ERROR, task.image
+    work.status, work.image, work.code = WorkStatus.ERROR, task.image, running_code()
     work.error = f"{type(error).__name__}: {error}"[:2000]
     work.tries = [line for line in tries if line.strip()]
     work.write(work_dir / names.WORK_FILE)
@@ -188,6 +186,7 @@ def record_invalid_task(
     clear(work_dir)
     work = WorkRecord(task_id, "", agent.name, agent.kind, agent.model, attempt)
     work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.TASK_INVALID, str(error)[:2000]
+    work.code = running_code()
     work.write(work_dir / names.WORK_FILE)
     return work
 
@@ -198,6 +197,6 @@ def record_unverifiable(work_path: Path, verify_dir: Path, repeat: int, error: E
     work = WorkRecord.read(work_path)
     result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
     result = RunResult.for_error(result, error, Reason.TASK_INVALID)
-    result.failed_step, result.repeat = VERIFY, repeat
+    result.failed_step, result.repeat, result.code = VERIFY, repeat, running_code()
     result.write(verify_dir / names.RESULT_FILE)
     return result

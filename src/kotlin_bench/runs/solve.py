@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import WorkRecord
 from kotlin_bench.engine import containers
@@ -64,11 +65,13 @@ class SolveContext:
     key: str
     root: Path  # the workflow directory
     read: tuple[str, ...] = (names.INSTRUCTION,)  # materialized task files the agent phase reads
+    image_name: str | None = None  # the task image's name as built (`names.built_task_image`)
 
     def new_record(self) -> WorkRecord:
         task, agent = self.task, self.agent
         record = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt)
-        record.image, record.image_id = task.image, self.image_id
+        record.image, record.image_id = self.image_name or task.image, self.image_id
+        record.code = running_code()
         record.inputs = {
             rel: file_sha256(task.path / rel) for rel in self.read if (task.path / rel).is_file()
         }
