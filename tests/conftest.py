@@ -6,11 +6,18 @@ under CI (`.ci/run` sets KOTLIN_BENCH_STOP_DOCKER=1) dockerd is stopped for them
 end of the session; elsewhere (a Docker engine shared with others) DOCKER_HOST points at a socket that
 does not exist, so that nothing falls back to Docker unnoticed. A test written for both engines takes the
 `engine` fixture (parametrized: `[docker]`, `[podman]`).
+
+Podman builds nothing here: before Docker goes, the images of the Docker run of the examples
+(`finished_examples`) are saved once and loaded into rootful Podman, and later into the rootless user's
+(`docker save`, `podman load`: the image ids stay, so that run's sentinels hold on every engine). Building
+from nothing on Podman (debootstrap or mmdebstrap, the bases, the task images) costs minutes and was run
+by hand (README, "What was run here").
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -22,20 +29,28 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
 from kotlin_bench.engine.images import image_id, read_sentinel
+from kotlin_bench.results.summary import summarize
 from kotlin_bench.tools.workspace import Workspace, copy_checkout
+from tests import forkbombs
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
 DOCKER = EngineSettings()
 PODMAN = EngineSettings(Kind.PODMAN, socket=os.environ.get("KOTLIN_BENCH_PODMAN_SOCKET") or None)
 NO_DOCKER = "unix:///nonexistent/kotlin-bench-no-docker.sock"
+EXAMPLES = ["examples_calc-4", "examples_calc-6", "examples_semver-6", "examples_slug-8", "examples_units-12"]
+# Images the Podman tests use beside the examples' own, moved from Docker where it has them: the OS image
+# (tests/test_network.py builds its test image on it), that test image, and the egress proxy's.
+EXTRA_IMAGES = ["kotlin-bench/os:bookworm", "kotlin-bench/network-test:py3-curl"]
 DOCKER_PID = Path("/var/run/docker.pid")
 
 
@@ -192,12 +207,54 @@ def docker_out_of_reach() -> Iterator[None]:
             os.environ["DOCKER_HOST"] = before
 
 
+@dataclass(frozen=True)
+class ImageArchive:
+    """Images saved from Docker into one archive (readable by the rootless user), and their ids."""
+
+    path: Path
+    ids: frozenset[str]
+
+    def missing(self, settings: EngineSettings) -> list[str]:
+        client = connect(settings).client
+        return sorted(i for i in self.ids if image_id(client, i) is None)
+
+
 @pytest.fixture(scope="session")
-def podman_engine(finished_examples: Workspace) -> Iterator[EngineSettings]:
-    """Rootful Podman (scripts/setup_podman.sh), with Docker out of reach from here to the session's end.
-    The Docker run of the examples is made first: the Podman tests compare with it."""
+def podman_images(finished_examples: Workspace) -> Iterator[ImageArchive]:
+    """The task images of the Docker run of the examples (by the names their sentinels record), and the
+    EXTRA_IMAGES and the egress proxy's image where Docker has them, saved from Docker into one archive,
+    and loaded into rootful Podman."""
+    from kotlin_bench.engine.network import proxy_image_tag
+
     if not engine_answers(PODMAN):
         _service_missing("no rootful Podman service answers", "scripts/setup_podman.sh")
+    docker = connect(DOCKER).client
+    sentinels = sorted((finished_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
+    wanted = {read_sentinel(p).image: read_sentinel(p).id for p in sentinels}
+    for name in [*EXTRA_IMAGES, proxy_image_tag()]:
+        found = image_id(docker, name)
+        if found is not None:
+            wanted[name] = found
+    for name, recorded in wanted.items():
+        assert image_id(docker, name) == recorded, f"{name} no longer names {recorded[:19]} in Docker"
+    folder = Path(tempfile.mkdtemp(prefix="kotlin-bench-images-", dir="/tmp"))
+    archive = ImageArchive(folder / "images.tar", frozenset(wanted.values()))
+    try:
+        folder.chmod(0o755)
+        subprocess.run(["docker", "save", "-o", str(archive.path), *sorted(wanted)], check=True)
+        archive.path.chmod(0o644)
+        if archive.missing(PODMAN):
+            subprocess.run(["podman", "load", "-q", "-i", str(archive.path)], check=True, capture_output=True)
+        assert archive.missing(PODMAN) == []
+        yield archive
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def podman_engine(podman_images: ImageArchive) -> Iterator[EngineSettings]:
+    """Rootful Podman (scripts/setup_podman.sh) with the Docker run's images, and Docker out of reach from
+    here to the session's end."""
     with docker_out_of_reach():
         yield PODMAN
 
@@ -212,15 +269,50 @@ def engine(request: pytest.FixtureRequest) -> EngineSettings:
     return settings
 
 
+def on_engines(docker: list[Any], podman: list[Any]) -> list[Any]:
+    """Parameters of a test that takes the `engine` fixture (parametrize with indirect=["engine"]) and one
+    value of its own: every value on Docker, and those of `podman` on Podman too (marked podman). For
+    tests whose cases differ only in what happens inside the container, so that Podman runs a few."""
+    return [pytest.param("docker", value, id=f"docker-{value}") for value in docker] + [
+        pytest.param("podman", value, id=f"podman-{value}", marks=pytest.mark.podman) for value in podman
+    ]
+
+
+DOCKER_ONLY = pytest.mark.parametrize("engine", ["docker"], indirect=True)
+
+
+def without_runs(ws: Workspace, dest: Path) -> Workspace:
+    """A copy of a finished workspace without its runs: its images and materialized tasks stay."""
+    copy = ws.clone(dest)
+    shutil.rmtree(copy.root / names.runs_root())
+    return copy
+
+
+@dataclass(frozen=True)
+class WatchedRun:
+    """A workspace and its workflow run, watched (`forkbombs.run_watched`)."""
+
+    ws: Workspace
+    watched: forkbombs.Watched
+
+
 @pytest.fixture(scope="session")
-def podman_examples(tmp_path_factory: pytest.TempPathFactory, podman_engine: EngineSettings) -> Workspace:
-    """The default workflow run to the end on rootful Podman, from nothing: the OS image (debootstrap and
-    an import), the base and task images, oracle and nop."""
-    ws = Workspace.create(tmp_path_factory.mktemp("podman-examples"), REPO)
-    ws.use_engine(podman_engine)
-    out = ws.snakemake(timeout=3600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    return ws
+def podman_examples(
+    tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace, podman_engine: EngineSettings
+) -> WatchedRun:
+    """One workflow run on rootful Podman, with Docker out of reach, of what the Podman tests check: the
+    examples' oracle and nop runs, and the two fork bombs on examples_calc-4 (`engine.pids_limit` 512), in
+    a copy of the Docker run's workspace without its runs (its images are in Podman: `podman_images`)."""
+    ws = without_runs(finished_examples, tmp_path_factory.mktemp("podman-examples") / "ws")
+    ws.use_engine(EngineSettings(Kind.PODMAN, podman_engine.socket, pids_limit=forkbombs.PIDS))
+    config = ws.config()
+    config["agents"] = [*config["agents"], *forkbombs.agents(ws)]
+    (ws.root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    targets = [ws.target(agent, task) for agent in ("oracle", "nop") for task in EXAMPLES]
+    targets += [ws.target(agent, forkbombs.TASK) for agent in forkbombs.PHASES]
+    watched = forkbombs.run_watched(ws, targets)
+    assert watched.returncode == 0, watched.output[-5000:]
+    return WatchedRun(ws, watched)
 
 
 # What a run decided, as opposed to how long it took or when it ran.
@@ -249,7 +341,20 @@ HOSTNAME_DEPENDENT = {"examples_calc-6"}
 
 def verdicts(ws: Workspace) -> pd.DataFrame:
     """The verdict columns of a workspace's summary, one row per run, in a fixed order."""
-    summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
+    return verdict_table(pd.read_csv(ws.root / names.SUMMARY_CSV))
+
+
+def run_verdicts(
+    ws: Workspace, agents: tuple[str, ...] = ("oracle", "nop"), tasks: list[str] = EXAMPLES
+) -> pd.DataFrame:
+    """The verdict columns of the runs of `agents` on `tasks` in a workspace, as its summary would have
+    them (the runs must all be there)."""
+    paths = [ws.root / names.verify_result(a, t, 1) for a in agents for t in tasks]
+    summary = summarize(paths).to_csv(index=False)  # through CSV, as `verdicts` reads the summary's
+    return verdict_table(pd.read_csv(io.StringIO(summary)))
+
+
+def verdict_table(summary: pd.DataFrame) -> pd.DataFrame:
     chance = summary.task.isin(HOSTNAME_DEPENDENT) & (summary.status != "resolved")
     summary.loc[chance, ["reason", "reason_detail"]] = "(by chance)"
     return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
@@ -294,23 +399,28 @@ class RootlessUser:
             env["PYTHONPATH"] = f"{workspace / 'src'}:{workspace}"
         return env
 
+    def command(self, argv: list[str], workspace: Path | None = None) -> list[str]:
+        """`argv` as this user, with nothing of root's environment."""
+        env = [f"{k}={v}" for k, v in self.env(workspace).items()]
+        return ["runuser", "-u", self.name, "--", "env", "-i", *env, *argv]
+
     def run(
         self, argv: list[str], cwd: Path, timeout: float = 1800, workspace: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`argv` as this user, in `cwd`, with nothing of root's environment."""
-        env = [f"{k}={v}" for k, v in self.env(workspace).items()]
-        return subprocess.run(
-            ["runuser", "-u", self.name, "--", "env", "-i", *env, *argv],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        """`argv` as this user, in `cwd`."""
+        command = self.command(argv, workspace)
+        return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
     def snakemake(self, ws: Workspace, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
         return self.run(
             [str(self.python), "-m", "snakemake", "--cores", "2", *args], ws.root, timeout, ws.root
         )
+
+    def popen(self, ws: Workspace, output: Path, *args: str) -> subprocess.Popen[bytes]:
+        """Snakemake as this user in `ws`, started and left running; its output goes to `output`."""
+        argv = [str(self.python), "-m", "snakemake", "--cores", "2", *args]
+        with output.open("wb") as out:
+            return subprocess.Popen(self.command(argv, ws.root), cwd=ws.root, stdout=out, stderr=out)
 
     def give(self, path: Path) -> None:
         """Make `path` (a tree) this user's."""
@@ -350,27 +460,19 @@ def rootless(podman_engine: EngineSettings) -> Iterator[RootlessUser]:
 
 
 @pytest.fixture(scope="session")
-def rootless_examples(rootless: RootlessUser, podman_examples: Workspace) -> Workspace:
-    """A copy of the rootful Podman run of the examples that the rootless user owns, without its runs,
-    and the task images in the user's own Podman (moved from rootful Podman: `podman save`, `podman load`
-    as the user; image ids stay)."""
-    sentinels = sorted((podman_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
-    ids = {read_sentinel(p).id for p in sentinels}
-    user_client = connect(rootless.engine).client
-    if not all(image_id(user_client, i) for i in ids):
-        archive = Path(tempfile.mkdtemp(prefix="kotlin-bench-images-", dir="/tmp")) / "images.tar"
-        tags = [read_sentinel(p).image for p in sentinels]
-        try:
-            subprocess.run(["podman", "save", "-q", "-m", "-o", str(archive), *tags], check=True)
-            archive.parent.chmod(0o755)
-            archive.chmod(0o644)
-            loaded = rootless.run(["podman", "load", "-q", "-i", str(archive)], Path("/"))
-            assert loaded.returncode == 0, loaded.stderr[-2000:]
-        finally:
-            shutil.rmtree(archive.parent)
-    assert all(image_id(user_client, i) for i in ids)
-    ws = rootless.clone(podman_examples)
+def rootless_examples(
+    rootless: RootlessUser, podman_images: ImageArchive, finished_examples: Workspace
+) -> Workspace:
+    """A copy of the Docker run of the examples without its runs, owned by the rootless user and naming
+    their Podman (`engine: {kind: podman}`), and its images loaded into the user's Podman from the archive
+    Docker saved (`podman_images`; image ids stay)."""
+    if podman_images.missing(rootless.engine):
+        loaded = rootless.run(["podman", "load", "-q", "-i", str(podman_images.path)], Path("/"))
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert podman_images.missing(rootless.engine) == []
+    ws = rootless.clone(finished_examples)
     shutil.rmtree(ws.root / names.runs_root())
+    ws.use_engine(EngineSettings(Kind.PODMAN))  # config.yaml is rewritten in place: still the user's
     return ws
 
 

@@ -1,58 +1,24 @@
 """Limits on every container: the engine settings and the kernel's counters (no engine), and fork bombs on
-the real engines (Docker, then rootful Podman).
+the real engines (Docker, then rootful Podman; tests/forkbombs.py says what a bomb's run must show).
 
-A fork bomb in the agent phase, and one in the verifier's tests (a test the agent wrote), must each end
-as the agent's outcome: reward 0 with the reason `process_limit`, never `error`. While a bomb runs, the
-container's process count stays at its limit, the limit is reached within seconds, and the host forks and
-the engine answers as usual. The bombs run with `engine.pids_limit = 512` and short phase timeouts, so the
-test is bounded; the workspace's containers are gone afterwards.
+On Docker the two bomb agents run in one workflow invocation in a copy of the session's finished run of
+the examples (its images, no build); on Podman they ran in the one rootful run of the session
+(conftest `podman_examples`), beside the examples' oracle and nop. Either way the workspace's containers
+are gone afterwards.
 """
 
 from __future__ import annotations
 
-import statistics
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import WorkRecord
 from kotlin_bench.engine import cgroups, containers
-from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
-from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO
-
-TASK = "examples_calc-4"
-PIDS = 512
-TIMEOUT = 300  # the phases' deadline: a bomb must end its phase long before it
-BOMB = ":(){ :|:& };:"
-# A fork bomb in the agent phase; the agent then waits (a builtin read on a FIFO, which needs no fork).
-AGENT_BOMB = f"""#!/usr/bin/env bash
-fifo=$(mktemp -u) && mkfifo "$fifo"
-{BOMB}
-read -r -t {TIMEOUT} <>"$fifo"
-"""
-# A test of the agent's that starts a fork bomb: it runs in the verifier phase, under the task's tests.
-VERIFIER_BOMB = f"""#!/usr/bin/env bash
-mkdir -p src/test/kotlin/bomb
-cat > src/test/kotlin/bomb/BombTest.kt <<'EOF'
-package bomb
-
-import org.junit.jupiter.api.Test
-
-class BombTest {{
-    @Test
-    fun bomb() {{
-        ProcessBuilder("bash", "-c", "{BOMB}").start()
-        Thread.sleep(20_000)
-    }}
-}}
-EOF
-"""
-
+from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind
+from tests import forkbombs
+from tests.conftest import WatchedRun, without_runs
 
 # --------------------------------------------------------------------------- no engine
 
@@ -155,81 +121,24 @@ def test_commands_are_bounded_by_rlimit_nproc_where_no_pids_limit_holds() -> Non
 # --------------------------------------------------------------------------- fork bombs
 
 
-def host_fork_seconds(count: int = 5) -> float:
-    """The median time the host takes to start and end a process."""
-    times = []
-    for _ in range(count):
-        started = time.monotonic()
-        subprocess.run(["true"], check=True)
-        times.append(time.monotonic() - started)
-    return statistics.median(times)
-
-
-def watch(ws: Workspace, run: subprocess.Popen[bytes], phase: str) -> dict[str, float]:
-    """While the run goes on: the most processes and threads its `phase` container had, and the slowest
-    fork of the host and answer of the engine."""
-    engine = connect(ws.engine())
-    seen = {"tasks": 0.0, "host_fork": 0.0, "engine_answer": 0.0}
-    while run.poll() is None:
-        for box in ws.containers(running_only=True):
-            if box.labels.get(names.LABEL_PHASE) == phase:
-                tasks = cgroups.task_count(containers.init_pid(box), box.id) or 0
-                seen["tasks"] = max(seen["tasks"], tasks)
-        seen["host_fork"] = max(seen["host_fork"], host_fork_seconds(1))
-        started = time.monotonic()
-        engine.client.ping()
-        seen["engine_answer"] = max(seen["engine_answer"], time.monotonic() - started)
-    return seen
-
-
 @pytest.fixture(scope="module")
-def bombs(tmp_path_factory: pytest.TempPathFactory, engine: EngineSettings) -> Workspace:
-    ws = Workspace.create(tmp_path_factory.mktemp(f"bombs-{engine.kind}"), REPO)
-    ws.use_engine(EngineSettings(engine.kind, engine.socket, pids_limit=PIDS))
-    ws.edit_task(TASK, "agent", "timeout_sec", f"{TIMEOUT}.0")
-    ws.edit_task(TASK, "verifier", "timeout_sec", f"{TIMEOUT}.0")
-    prepared = ws.prepare(TASK)
-    assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
-    return ws
+def bombs(
+    tmp_path_factory: pytest.TempPathFactory, engine: EngineSettings, request: pytest.FixtureRequest
+) -> WatchedRun:
+    if engine.kind is Kind.PODMAN:
+        podman: WatchedRun = request.getfixturevalue("podman_examples")
+        return podman
+    ws = without_runs(request.getfixturevalue("finished_examples"), tmp_path_factory.mktemp("bombs") / "ws")
+    ws.use_engine(EngineSettings(engine.kind, engine.socket, pids_limit=forkbombs.PIDS))
+    ws.configure([forkbombs.TASK], forkbombs.agents(ws))
+    watched = forkbombs.run_watched(ws, [ws.target(agent, forkbombs.TASK) for agent in forkbombs.PHASES])
+    return WatchedRun(ws, watched)
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize(
-    ("agent", "phase", "script"),
-    [("agent-bomb", "agent", AGENT_BOMB), ("test-bomb", "verifier", VERIFIER_BOMB)],
-    ids=["agent-phase", "verifier-phase"],
-)
+@pytest.mark.parametrize("agent", list(forkbombs.PHASES), ids=["agent-phase", "verifier-phase"])
 def test_a_fork_bomb_is_the_agents_outcome_and_the_host_stays_responsive(
-    bombs: Workspace, agent: str, phase: str, script: str
+    bombs: WatchedRun, agent: str
 ) -> None:
-    ws = bombs
-    quiet = host_fork_seconds()
-    rel = ws.write(f"agents/{agent}.sh", script, 0o755)
-    ws.configure([TASK], [{"name": agent, "kind": "script", "script": rel}])
-    run = ws.popen(ws.target(agent, TASK))
-    try:
-        seen = watch(ws, run, phase)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    output = (ws.root / "snakemake.out").read_text(errors="replace")
-    assert run.returncode == 0, output[-4000:]
-    # the limit held the bomb; the host and the engine went on as usual
-    assert seen["tasks"] <= PIDS, seen
-    assert seen["host_fork"] < max(0.5, 20 * quiet) and seen["engine_answer"] < 10, (seen, quiet)
-    # the agent's outcome, with its reason, long before the phase's deadline
-    result = ws.result(agent, TASK)
-    assert result is not None
-    assert (result.status, result.reward, result.reason) == ("unresolved", 0.0, "process_limit"), (
-        result.to_dict()
-    )
-    assert phase in (result.reason_detail or "")
-    work = WorkRecord.read(ws.run_dir(agent, TASK) / names.WORK_DIR / names.WORK_FILE)
-    assert work.agent_process_limit is (phase == "agent")
-    took = result.timings["agent_sec" if phase == "agent" else "verifier_sec"]
-    assert took < TIMEOUT / 2, result.timings
-    log = ws.run_dir(agent, TASK) / (
-        names.WORK_DIR + "/" + names.AGENT_LOG if phase == "agent" else names.VERIFIER_LOG
-    )
-    assert "process limit refused a fork" in log.read_text(errors="replace")
-    assert ws.containers() == []
+    forkbombs.check_bomb(bombs.ws, bombs.watched, agent)
+    assert bombs.ws.containers() == []

@@ -23,6 +23,7 @@ import pytest
 
 from kotlin_bench.engine import containers, jvmproxy, network
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
+from tests.conftest import DOCKER_ONLY
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
 TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
@@ -144,18 +145,19 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(engine: EngineSettings, request: pytest.FixtureRequest) -> Iterator[Lab]:
+def lab(engine: EngineSettings) -> Iterator[Lab]:
     from kotlin_bench.engine.images import image_id
 
     connected = connect(engine)
     client = connected.client
-    if image_id(client, OS_IMAGE) is None:
-        if engine.kind == "docker":
+    # On Podman the test image came from Docker with the OS image (conftest `podman_images`); Podman has
+    # no cache of Docker's builds, so building it again there would reinstall its packages.
+    if not connected.podman or image_id(client, TEST_IMAGE) is None:
+        if image_id(client, OS_IMAGE) is None:
             pytest.skip(f"{OS_IMAGE} is not present (build the manifest's OS image first)")
-        request.getfixturevalue("podman_examples")  # builds it on Podman
-    client.images.build(
-        fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=connected.local_name(TEST_IMAGE), rm=True
-    )
+        client.images.build(
+            fileobj=io.BytesIO(TEST_DOCKERFILE.encode()), tag=connected.local_name(TEST_IMAGE), rm=True
+        )
     network.ensure_proxy_image(connected)
     suffix = uuid.uuid4().hex[:8]
     labels = {"kotlin-bench.test": "network"}
@@ -525,7 +527,7 @@ EXAMPLE_TASK = "examples_calc-4"
 
 # On Docker only: the example's task image is Docker's (the JDK files are written the same way on Podman,
 # as the test above shows, and the allowlist's name pinning on Podman is tested with curl above).
-@pytest.mark.parametrize("engine", ["docker"], indirect=True)
+@DOCKER_ONLY
 def test_jvms_of_an_example_agent_phase_print_what_they_print_bare_and_keep_to_the_allowlist(
     lab: Lab, example_image: str, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from kotlin_bench.core import names
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import RootlessUser, verdicts
+from tests.conftest import verdicts
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.usefixtures("slurm_cluster")]
 SUBMITTED_RE = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
@@ -84,39 +84,3 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     assert by_agent == {("oracle", "resolved"): len(tasks), ("nop", "unresolved"): len(tasks)}
     pd.testing.assert_frame_equal(slurm_verdicts, local_verdicts)
     assert (ws.root / names.VERDICTS_JSON).read_text(encoding="utf-8") == local_reproduction
-
-
-@pytest.mark.podman
-def test_rootless_podman_jobs_of_an_ordinary_user_without_docker(
-    finished_examples: Workspace, rootless: RootlessUser, rootless_examples: Workspace
-) -> None:
-    """Every run again as a Slurm job that the rootless test user submits and runs, on that user's rootless
-    Podman, with Docker out of reach: the summary's verdicts are those of the local Docker run (image ids
-    aside: Podman built its own images)."""
-    ws = rootless.clone(rootless_examples)  # images in the user's Podman, materialized tasks, no runs
-    on_slurm = rootless.snakemake(
-        ws,
-        "--workflow-profile",
-        "profiles/slurm",
-        "--slurm-init-seconds-before-status-checks",
-        "5",
-        timeout=1800,
-    )
-    output = on_slurm.stdout + on_slurm.stderr
-    assert on_slurm.returncode == 0, output[-5000:]
-    submitted = SUBMITTED_RE.findall(output)
-    runs = [job for job, rule in submitted if rule == "run"]
-    assert {rule for _, rule in submitted} == {"run"}, submitted
-    assert len(runs) == 2 * 5
-    records = accounting(runs)
-    assert {tuple(records[job][i] for i in (0, 4, 5)) for job in runs} == {
-        ("COMPLETED", str(ws.root), rootless.name)
-    }, records
-    found = verdicts(ws).drop(columns="image_id")
-    assert found.groupby("agent").status.value_counts().to_dict() == {
-        ("oracle", "resolved"): 5,
-        ("nop", "unresolved"): 5,
-    }
-    pd.testing.assert_frame_equal(found, verdicts(finished_examples).drop(columns="image_id"))
-    for path in (ws.root / names.runs_root()).glob("*/*/attempt-1/result.json"):
-        assert path.stat().st_uid == rootless.uid

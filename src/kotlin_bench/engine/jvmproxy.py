@@ -77,19 +77,33 @@ def jdk_net_properties(container: Container) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("/")]
 
 
-def _read(container: Container, path: str) -> Saved:
+def _read(container: Container, path: str, mtime: int) -> Saved:
     stream, _ = container.get_archive(path)
     with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
         info = tar.next()
         handle = tar.extractfile(info) if info is not None else None
         if info is None or handle is None:
             raise JvmProxyError(f"{path} is not a regular file")
+        info.mtime = mtime
         return Saved(path, info, handle.read())
+
+
+def _mtimes(container: Container, paths: list[str]) -> dict[str, int]:
+    """The files' modification times in whole seconds, as `stat` truncates them. An archive's header is
+    no substitute: Podman's rounds to the nearest second, so a restore from it could move a file's time."""
+    result = container.exec_run(["stat", "-c", "%Y %n", "--", *paths], user="root")
+    output = result.output.decode("utf-8", "replace")
+    if result.exit_code != 0:
+        raise JvmProxyError(f"reading the JDKs' net.properties times failed: {output[-300:]}")
+    pairs = (line.split(" ", 1) for line in output.splitlines() if " " in line)
+    return {path: int(seconds) for seconds, path in pairs}
 
 
 def configure(container: Container, host: str, port: int) -> list[Saved]:
     """Point every JDK of the container at the proxy `host:port`; returns the files as they were."""
-    saved = [_read(container, path) for path in jdk_net_properties(container)]
+    paths = jdk_net_properties(container)
+    mtimes = _mtimes(container, paths) if paths else {}
+    saved = [_read(container, path, mtimes[path]) for path in paths]
     if saved:
         command = ["bash", "-c", APPEND, "append", proxy_lines(host, port), *(s.path for s in saved)]
         result = container.exec_run(command, user="root")
