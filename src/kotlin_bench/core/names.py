@@ -91,12 +91,22 @@ def site_pair_page(agent_a: str, agent_b: str, site: str = SITE) -> str:
     return f"{site}/compare/{agent_a}--{agent_b}.html"
 
 
+def base_sentinels(results: str = RESULTS) -> str:
+    """The directory of the base image sentinels (`<repo_key>/<tag>.json` under it)."""
+    return f"{results}/images/base"
+
+
+def task_sentinels(results: str = RESULTS) -> str:
+    """The directory of the task image sentinels (`<task_id>.json` under it)."""
+    return f"{results}/images/task"
+
+
 def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
-    return f"{results}/images/base/{repo_key}/{tag}.json"
+    return f"{base_sentinels(results)}/{repo_key}/{tag}.json"
 
 
 def task_sentinel(task_id: str, results: str = RESULTS) -> str:
-    return f"{results}/images/task/{task_id}.json"
+    return f"{task_sentinels(results)}/{task_id}.json"
 
 
 def task_image_release(task_id: str, purpose: str, results: str = RESULTS) -> str:
