@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,9 +137,10 @@ class Sentinel:
     """An image the workflow built: its name, id, when and how long, its size, and where it was pushed.
 
     `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
-    sentinels written before 0.3). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is
-    configured (the image's manifest digest in the registry), else None. `replaces` is the id of the image
-    a rebuild replaced (kotlin_bench.engine.retention). Read and written only here (JSON).
+    sentinels written before 0.3), `layers` the bytes it adds to the image it was built FROM (a task image
+    on its base). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the
+    image's manifest digest in the registry), else None. `replaces` is the id of the image a rebuild
+    replaced (kotlin_bench.engine.retention). Read and written only here (JSON; unset fields left out).
     """
 
     image: str
@@ -149,34 +150,17 @@ class Sentinel:
     pushed: str | None = None
     size: int | None = None
     replaces: str | None = None
+    layers: int | None = None
 
     def write(self, path: Path) -> None:
-        record: dict[str, Any] = {
-            "image": self.image,
-            "id": self.id,
-            "built_at": self.built_at,
-            "seconds": self.seconds,
-        }
-        if self.size is not None:
-            record["size"] = self.size
-        if self.pushed:
-            record["pushed"] = self.pushed
-        if self.replaces:
-            record["replaces"] = self.replaces
+        record = {key: value for key, value in asdict(self).items() if value is not None}
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
-def write_sentinel(
-    path: Path,
-    image: str,
-    image_id: str,
-    seconds: float,
-    pushed: str | None = None,
-    size: int | None = None,
-    replaces: str | None = None,
-) -> Sentinel:
+def write_sentinel(path: Path, image: str, image_id: str, seconds: float, **recorded: Any) -> Sentinel:
+    """Record a built image at `path` (`recorded`: the optional fields of `Sentinel`)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    sentinel = Sentinel(image, image_id, now, round(seconds, 1), pushed, size, replaces)
+    sentinel = Sentinel(image, image_id, now, round(seconds, 1), **recorded)
     sentinel.write(path)
     return sentinel
 
@@ -184,16 +168,11 @@ def write_sentinel(
 def read_sentinel(path: Path) -> Sentinel:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        size = data.get("size")
-        return Sentinel(
-            str(data["image"]),
-            str(data["id"]),
-            str(data.get("built_at", "")),
-            float(data.get("seconds", 0.0)),
-            data.get("pushed"),
-            None if size is None else int(size),
-            data.get("replaces"),
-        )
+        known = {field.name for field in fields(Sentinel)}
+        sentinel = Sentinel(**{key: value for key, value in data.items() if key in known})
+        if not isinstance(sentinel.image, str) or not isinstance(sentinel.id, str):
+            raise TypeError("image and id must be strings")
+        return sentinel
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
             f"image sentinel {path} is unreadable ({exc}); delete it to rebuild the image"
@@ -348,14 +327,23 @@ def _finish(
     registry: Registry | None,
     log: Any,
     replaces: str | None = None,
+    base: str | None = None,
 ) -> Sentinel:
-    """Push the built image when a registry is configured, then write its sentinel."""
+    """Push the built image when a registry is configured, then write its sentinel (`base`: the image it
+    was built FROM, whose size its `layers` leave out)."""
     seconds = time.monotonic() - started
     pushed = push(client, registry, image, found, log) if registry else None
-    size = client.images.get(found).attrs.get("Size")
+    size = _size(client, found)
+    below = _size(client, base) if base else None
+    layers = size - below if size is not None and below is not None else None
     return write_sentinel(
-        sentinel, image, found, seconds, pushed, None if size is None else int(size), replaces
+        sentinel, image, found, seconds, pushed=pushed, size=size, replaces=replaces, layers=layers
     )
+
+
+def _size(client: docker.DockerClient, image: str) -> int | None:
+    size = client.images.get(image).attrs.get("Size")
+    return None if size is None else int(size)
 
 
 def build_base(
@@ -416,7 +404,7 @@ def build_task_image(
             task.environment.build_timeout_sec,
             log,
         )
-        return _finish(client, name, found, started, sentinel, registry, log, replaces)
+        return _finish(client, name, found, started, sentinel, registry, log, replaces, task.base_image)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

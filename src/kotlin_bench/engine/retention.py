@@ -175,7 +175,10 @@ def _bring_back(
     rebuilt = Path(names.task_image_rebuilt(task.id))
     if registry is not None:
         use_image(client, Path(names.task_sentinel(task.id)), registry)  # pulls the recorded digest
-        Sentinel(record.image, record.id, _now(), 0.0, record.pushed, record.size, record.id).write(rebuilt)
+        pulled = Sentinel(
+            record.image, record.id, _now(), pushed=record.pushed, size=record.size, replaces=record.id
+        )
+        pulled.write(rebuilt)
         print(f"{record.image}: pulled back from {registry.url} ({record.id[:19]})", flush=True)
         return rebuilt
     repo_key, tag = names.image_parts(task.base_image)
@@ -203,6 +206,7 @@ class ImageRow:
     task: str
     image: str
     size: int | None
+    layers: int | None  # what it adds to its base
     seconds: float
     state: ImageState
     rebuilt: bool
@@ -217,5 +221,7 @@ def image_rows(task_ids: list[str], results: str = names.RESULTS) -> list[ImageR
         path, record = current(task_id, results)
         rebuilt = path == Path(names.task_image_rebuilt(task_id, results))
         state = image_state(task_id, results)
-        rows.append(ImageRow(task_id, record.image, record.size, record.seconds, state, rebuilt))
+        rows.append(
+            ImageRow(task_id, record.image, record.size, record.layers, record.seconds, state, rebuilt)
+        )
     return rows
