@@ -66,7 +66,9 @@ class Staleness:
             if self._locked():
                 return needs  # another Snakemake works here: this one stops at its lock, changing nothing
             Path(made).unlink()
-            self._say(made, f"{len(missing)} {what} missing; {made} removed, to be made again from all of them")
+            self._say(
+                made, f"{len(missing)} {what} missing; {made} removed, to be made again from all of them"
+            )
         return needs
 
     def parameter(self, made: str, needs: Needs, what: str) -> str | Complete:
