@@ -6,8 +6,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 try:
     from kotlin_bench.core.checkout import own_package_or_exit
-except ImportError as exc:  # no package here, and one from elsewhere (older) first on the path
-    sys.exit(f"kotlin-bench: error: {workflow.basedir}/src/kotlin_bench cannot be imported: {exc}")
+except (
+    ImportError
+) as exc:  # no package here, and one from elsewhere (older) first on the path
+    sys.exit(
+        f"kotlin-bench: error: {workflow.basedir}/src/kotlin_bench cannot be imported: {exc}"
+    )
 
 own_package_or_exit(Path(workflow.basedir))
 
@@ -16,7 +20,9 @@ from snakemake.utils import min_version, validate
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import check_or_exit, plan_or_exit
 from kotlin_bench.dag.progress import start_progress
+from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
 from kotlin_bench.dag.stale import Staleness
+from kotlin_bench.engine.retention import Purpose
 
 min_version("9.0")
 
@@ -98,7 +104,8 @@ def all_results(wildcards):
 
 
 def summary_inputs(wildcards):
-    return STALE.settle(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
+    STALE.settle(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
+    return {**PLAN.summary_inputs(), "releases": PLAN.releases(Purpose.RUNS)}
 
 
 def stale_summary(wildcards):
@@ -106,9 +113,9 @@ def stale_summary(wildcards):
 
 
 def healthcheck_inputs(wildcards):
-    return STALE.settle(
-        names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs(), "health check record(s)"
-    )
+    made, needs = names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs()
+    STALE.settle(made, needs, "health check record(s)")
+    return {**needs, "releases": PLAN.releases(Purpose.HEALTHCHECK)}
 
 
 def stale_healthcheck(wildcards):
@@ -130,9 +137,9 @@ def stale_validation_verdict(wildcards):
 
 
 def validation_summary_inputs(wildcards):
-    return STALE.settle(
-        names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts(), "task verdict(s)"
-    )
+    made, needs = names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts()
+    STALE.settle(made, needs, "task verdict(s)")
+    return {"verdicts": needs, "releases": PLAN.releases(Purpose.VALIDATION)}
 
 
 def stale_validation_summary(wildcards):
@@ -142,7 +149,13 @@ def stale_validation_summary(wildcards):
 
 
 def regrade_inputs(wildcards):
-    return STALE.settle(names.REGRADE_CSV, PLAN.regrade_results(), "regraded result(s)")
+    made, needs = names.REGRADE_CSV, PLAN.regrade_results()
+    STALE.settle(made, needs, "regraded result(s)")
+    return {"results": needs, "releases": PLAN.releases(Purpose.REGRADE)}
+
+
+def release_inputs(wildcards):
+    return PLAN.release_inputs(wildcards.task, Purpose(wildcards.purpose))
 
 
 def stale_regrade(wildcards):

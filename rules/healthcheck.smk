@@ -10,6 +10,7 @@ rule network_check:
         names.network_check("{task}"),
     log:
         names.log("healthcheck", "network", "{task}"),
+    priority: USES_IMAGE_PRIORITY
     conda:
         "../environment.yml"
     resources:

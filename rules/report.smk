@@ -26,6 +26,8 @@ rule aggregate:
     input:
         summary=names.SUMMARY_CSV,
         references=REPRODUCE.reference_files(),
+        # the task images' records, for the sizes table (kotlin_bench.engine.retention.image_rows)
+        images=PLAN.task_sentinels(),
     output:
         rates=names.RATES_CSV,
         by_repository=names.RATES_BY_REPOSITORY_CSV,

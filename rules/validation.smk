@@ -12,6 +12,7 @@ rule validation_phase:
         names.validation_log("{task}", "{phase}"),
     wildcard_constraints:
         phase=PHASE_LABEL,
+    priority: USES_IMAGE_PRIORITY
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
@@ -50,7 +51,7 @@ rule validation_task:
 
 rule validation_summary:
     input:
-        validation_summary_inputs,
+        unpack(validation_summary_inputs),
     output:
         csv=names.VALIDATION_SUMMARY_CSV,
         markdown=names.VALIDATION_SUMMARY_MD,

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from kotlin_bench.core import names
 from kotlin_bench.dag.smk import configured_registry, logged
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine.images import build_task_image
@@ -13,4 +14,6 @@ with logged(sm.log[0]):
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
     build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry)
+    # a build from the rule supersedes an image a job built again after a release (engine.retention)
+    Path(names.task_image_rebuilt(task.id)).unlink(missing_ok=True)
     print(f"built {task.image}" + (f", pushed to {registry.url}" if registry else ""))

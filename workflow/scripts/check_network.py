@@ -10,6 +10,6 @@ from kotlin_bench.runs.network_probe import check_network
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    check = check_network(task, task_image(sm.config, Path(sm.input[0])).id)
+    check = check_network(task, task_image(sm.config, task).id)
     check.write(Path(sm.output[0]))
     print(f"{task.id}: allowlisted {check.allowed.text}; github.com {check.blocked.outcome}")

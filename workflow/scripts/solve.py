@@ -30,7 +30,7 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image(sm.config, Path(sm.input[0])) if kind_of(agent).needs_image else None
+            image = task_image(sm.config, task) if kind_of(agent).needs_image else None
             limits = Limits.from_config(sm.params.capture)
             work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm))
         except Exception as exc:

@@ -18,7 +18,7 @@ with logged(sm.log[0]):
     tries = Tries.of_job(sm)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
-        record = validation_phase.run_phase(task, label, out_dir, task_image(sm.config, Path(sm.input[0])).id)
+        record = validation_phase.run_phase(task, label, out_dir, task_image(sm.config, task).id)
     except Exception as exc:
         if not tries.failed(exc, retryable=not isinstance(exc, TaskError)):
             raise

@@ -26,7 +26,7 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image(sm.config, Path(sm.input.image))
+            image = task_image(sm.config, task)
             options = VerifierOptions.from_config(sm.params.verifier)
             result = runner.verify_step(task, work_path, verify_dir, repeat, image, options)
         except Exception as exc:

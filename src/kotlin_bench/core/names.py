@@ -121,6 +121,17 @@ def task_sentinel(task_id: str, results: str = RESULTS) -> str:
     return f"{results}/images/task/{task_id}.json"
 
 
+def task_image_release(task_id: str, purpose: str, results: str = RESULTS) -> str:
+    """The record of a task image removed once the jobs of one purpose that needed it were done (config
+    `images: {keep: bases}`; kotlin_bench.engine.retention)."""
+    return f"{results}/images/released/{purpose}/{task_id}.json"
+
+
+def task_image_rebuilt(task_id: str, results: str = RESULTS) -> str:
+    """The record of a task image built again by a job that needed it after its release (or pulled back)."""
+    return f"{results}/images/rebuilt/{task_id}.json"
+
+
 def is_image_sentinel(path: str) -> bool:
     """Whether a rule input is an image sentinel (a base or task image the job builds FROM)."""
     return path.startswith(f"{RESULTS}/images/") and path.endswith(".json")

@@ -12,9 +12,11 @@ from typing import Any
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code, running_package
+from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.engine import connect, wait_until_up
-from kotlin_bench.engine.images import ImageRef, use_image
+from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
+from kotlin_bench.engine.retention import ensure_task_image
 
 
 @contextlib.contextmanager
@@ -67,11 +69,13 @@ def configured_registry(config: dict[str, Any]) -> Registry | None:
     return Registry.from_config(config.get("registry"))
 
 
-def task_image(config: dict[str, Any], sentinel: Path) -> ImageRef:
-    """The task image a job runs (runs, validation phases, network probes): the id its sentinel records,
-    named as recorded again when something took the name (`use_image`). With `registry:`, the exact digest
-    its sentinel records: pulled when this engine lacks it; a tag moved elsewhere is refused."""
-    return use_image(connect(), sentinel, configured_registry(config))
+def task_image(config: dict[str, Any], task: Task) -> ImageRef:
+    """The task image a job runs (runs, validation phases, network probes), named as its records say
+    (`kotlin_bench.engine.retention.ensure_task_image`): brought back when the engine no longer has it
+    (pulled by its recorded digest with `registry:`, else built again). With a registry, a tag moved
+    elsewhere is refused."""
+    log = Path(names.log("images", "task", task.id)).with_suffix(".rebuild.log")
+    return ensure_task_image(connect(), task, configured_registry(config), log)
 
 
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts

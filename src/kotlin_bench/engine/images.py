@@ -138,7 +138,8 @@ class Sentinel:
 
     `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
     sentinels written before 0.3). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is
-    configured (the image's manifest digest in the registry), else None. Read and written only here (JSON).
+    configured (the image's manifest digest in the registry), else None. `replaces` is the id of the image
+    a rebuild replaced (kotlin_bench.engine.retention). Read and written only here (JSON).
     """
 
     image: str
@@ -147,6 +148,7 @@ class Sentinel:
     seconds: float = 0.0
     pushed: str | None = None
     size: int | None = None
+    replaces: str | None = None
 
     def write(self, path: Path) -> None:
         record: dict[str, Any] = {
@@ -159,6 +161,8 @@ class Sentinel:
             record["size"] = self.size
         if self.pushed:
             record["pushed"] = self.pushed
+        if self.replaces:
+            record["replaces"] = self.replaces
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
@@ -169,10 +173,10 @@ def write_sentinel(
     seconds: float,
     pushed: str | None = None,
     size: int | None = None,
+    replaces: str | None = None,
 ) -> Sentinel:
-    sentinel = Sentinel(
-        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed, size
-    )
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    sentinel = Sentinel(image, image_id, now, round(seconds, 1), pushed, size, replaces)
     sentinel.write(path)
     return sentinel
 
@@ -188,6 +192,7 @@ def read_sentinel(path: Path) -> Sentinel:
             float(data.get("seconds", 0.0)),
             data.get("pushed"),
             None if size is None else int(size),
+            data.get("replaces"),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
@@ -402,12 +407,15 @@ def _finish(
     sentinel: Path,
     registry: Registry | None,
     log: Any,
-) -> None:
+    replaces: str | None = None,
+) -> Sentinel:
     """Push the built image when a registry is configured, then write its sentinel."""
     seconds = time.monotonic() - started
     pushed = push(client, registry, image, found, log) if registry else None
     size = client.images.get(found).attrs.get("Size")
-    write_sentinel(sentinel, image, found, seconds, pushed, None if size is None else int(size))
+    return write_sentinel(
+        sentinel, image, found, seconds, pushed, None if size is None else int(size), replaces
+    )
 
 
 def build_base(
@@ -452,9 +460,11 @@ def build_task_image(
     sentinel: Path,
     base_sentinel: Path | None = None,
     registry: Registry | None = None,
-) -> None:
+    replaces: str | None = None,
+) -> Sentinel:
     """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
-    with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
+    with a registry, the base comes from it where this engine lacks it, and the image is pushed. The
+    record is written to `sentinel` (`replaces`: the id of the image this build stands in for)."""
     client = connect()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if base_sentinel is not None:
@@ -475,7 +485,7 @@ def build_task_image(
             log,
             Path(names.BUILD_LEDGER),
         )
-        _finish(client, name, found, started, sentinel, registry, log)
+        return _finish(client, name, found, started, sentinel, registry, log, replaces)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

@@ -11,6 +11,7 @@ import pandas as pd
 from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
+from kotlin_bench.engine.retention import ImageRow, ImageState
 from kotlin_bench.results.compare import Comparison, display_comparisons
 from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
@@ -160,6 +161,7 @@ def report_sections(
     by_repository: pd.DataFrame,
     verdicts: Sequence[str] = (),
     comparisons: Sequence[Comparison] = (),
+    images: Sequence[ImageRow] = (),
 ) -> list[Section]:
     """The parts of summary.md and report.html, headline first."""
     sections = [
@@ -191,7 +193,37 @@ def report_sections(
                 RERUN,
             )
         )
+    if images:
+        sections.append(image_section(images))
     return sections
+
+
+def gib(size: float | None) -> str:
+    return "?" if size is None else f"{size / 2**30:.2f} GiB"
+
+
+def image_section(images: Sequence[ImageRow]) -> Section:
+    """The task images: size (layers shared with the base included), build time, and whether the engine
+    still holds each (`images: {keep: bases}` releases them), for planning the disk of a larger run."""
+    sizes = [row.size for row in images if row.size is not None]
+    held = [row.size or 0 for row in images if row.state is ImageState.PRESENT]
+    lines = [
+        f"{plural(len(images), 'task image')}: {gib(sum(sizes))} built in all (largest {gib(max(sizes, default=None))}), "
+        f"{gib(sum(held))} on the engine now. Sizes include the layers shared with the base image."
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "task": row.task,
+                "image": row.image,
+                "size": gib(row.size),
+                "build": duration(row.seconds),
+                "now": str(row.state) + (" (built again)" if row.rebuilt else ""),
+            }
+            for row in images
+        ]
+    )
+    return Section("Task images", lines, table=table)
 
 
 def reasons_markdown() -> str:

@@ -112,6 +112,7 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
     started = time.monotonic()
     result = result_of(work, ctx.task)
     result.repeat, result.work_sha256 = ctx.repeat, ctx.work_sha256
+    result.verify_image_id = ctx.image_id
     if work.outcome:
         result.score(0.0, work.outcome, work.outcome)
         result.error = work.error
