@@ -107,6 +107,7 @@ def site_pair_page(agent_a: str, agent_b: str, site: str = SITE) -> str:
 IMAGES = f"{RESULTS}/images"
 BASE_SENTINEL_GLOB = "base/*/*.json"  # under IMAGES
 TASK_SENTINEL_GLOB = "task/*.json"  # under IMAGES
+REBUILT_GLOB = "rebuilt/*.json"  # under IMAGES: task images built again after a release
 # Every layer the workflow's builds commit (not those taken from the cache), one line each:
 # `<workflow directory>\t<short image id>\t<image name>`; `kotlin-bench clean` finds the build cache a
 # workspace made by it (a layer's own labels are inherited from the image it was built FROM).

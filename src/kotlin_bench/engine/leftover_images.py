@@ -5,7 +5,8 @@ builder adds as the build's last step (`LABEL kotlin-bench.workdir=...`). Labels
 built FROM one of ours (an intermediate layer of any build, a user's own image) carries our label too; an
 image is **built here** only when the label is ours AND its newest history step is the one that set it.
 
-- An image built here that no sentinel of ours (base or task, under results/images/) records is a
+- An image built here that no record of ours (a base or task sentinel, a rebuild's record, under
+  results/images/) names is a
   leftover (a build that a later one replaced, a task image whose sentinel was deleted) when it has no
   name, or only names of our own task images (`names.is_built_task_image`). One that also carries another
   name (a base's tag, which other checkouts build FROM; a user's tag) is kept, and said so.
@@ -15,8 +16,12 @@ image is **built here** only when the label is ours AND its newest history step 
   our label (inherited).
 - Nothing is removable while a container uses it (unless that container is itself a leftover), or while
   an image that stays is built on it; removal never forces, so the engine's own checks hold too.
-- `all_images`: the task images our task sentinels record are leftovers too, removed with their sentinels
-  (a sentinel whose image is gone or is another workspace's is deleted alone). Base images never are.
+- `all_images`: each task's current image (`kotlin_bench.engine.retention.current`) is a leftover too when
+  it was built here. Its sentinel STAYS (deleting it would make Snakemake rebuild the image and redo every
+  run of the task): a release record (`retention.CLEAN`) says the image is gone, and the next job that
+  needs it builds it again or pulls it back (`retention.ensure_task_image`). A current image no longer
+  in the engine gets the record alone; one built elsewhere (results copied from another workspace) is
+  kept. Base images never are leftovers.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
+from kotlin_bench.engine import retention
 from kotlin_bench.engine.images import ImageError, read_ledger, read_sentinel
 
 if TYPE_CHECKING:
@@ -49,15 +55,28 @@ class ImageFacts:
 
 
 @dataclass(frozen=True)
+class TaskRelease:
+    """`--all-images`: the release record written for a task whose current image goes (or went)."""
+
+    task: str
+    results: Path
+
+    @property
+    def record(self) -> Path:
+        return Path(names.task_image_release(self.task, retention.CLEAN, str(self.results)))
+
+
+@dataclass(frozen=True)
 class ImageContext:
     """What decides which images are ours to remove: the workflow directory (resolved); the ids our
-    sentinels record (id -> sentinel); with `--all-images`, the task sentinels (id -> sentinel); the
-    layers our builds committed (short id -> the image being built); the images containers that stay
-    use (id -> a container's name)."""
+    records name (id -> record); with `--all-images`, each task's current image (id -> its release) and
+    whether the records already say it is released; the layers our builds committed (short id -> the
+    image being built); the images containers that stay use (id -> a container's name)."""
 
     root: Path
     named: Mapping[str, Path] = field(default_factory=dict)
-    task_sentinels: Mapping[str, Path] = field(default_factory=dict)
+    task_images: Mapping[str, TaskRelease] = field(default_factory=dict)
+    released: frozenset[str] = frozenset()
     ledger: Mapping[str, str] = field(default_factory=dict)
     used: Mapping[str, str] = field(default_factory=dict)
     blind: bool = False  # a sentinel could not be read: no image is removed
@@ -70,7 +89,7 @@ class PlanItem:
     why: str
     size: int | None
     cache: bool = False
-    sentinel: Path | None = None
+    release: TaskRelease | None = None
 
 
 @dataclass(frozen=True)
@@ -87,28 +106,37 @@ class ImagePlan:
 
     remove: tuple[PlanItem, ...] = ()
     kept: tuple[KeptItem, ...] = ()
-    sentinels: tuple[tuple[Path, str, str], ...] = ()
+    records: tuple[tuple[TaskRelease, str, str], ...] = ()
 
 
 def context(root: Path, used: Mapping[str, str], all_images: bool) -> tuple[ImageContext, list[str]]:
-    """Read our sentinels and the build ledger; an unreadable sentinel makes the plan remove no image
-    (it might record any of them) and is reported."""
+    """Read our records and the build ledger; an unreadable record makes the plan remove no image (it
+    might name any of them) and is reported."""
     images_dir = root / names.IMAGES
     named: dict[str, Path] = {}
-    tasks: dict[str, Path] = {}
     warnings = []
-    for pattern in (names.BASE_SENTINEL_GLOB, names.TASK_SENTINEL_GLOB):
+    for pattern in (names.BASE_SENTINEL_GLOB, names.TASK_SENTINEL_GLOB, names.REBUILT_GLOB):
         for path in sorted(images_dir.glob(pattern)):
             try:
-                recorded = read_sentinel(path).id
+                named[read_sentinel(path).id] = path
             except ImageError as exc:
                 warnings.append(f"{exc}: no image is removed until it is fixed or deleted")
-                continue
-            named[recorded] = path
-            if all_images and pattern == names.TASK_SENTINEL_GLOB:
-                tasks[recorded] = path
+    tasks: dict[str, TaskRelease] = {}
+    released: set[str] = set()
+    results = root / names.RESULTS
+    for path in sorted(images_dir.glob(names.TASK_SENTINEL_GLOB)) if all_images else ():
+        try:
+            _, record = retention.current(path.stem, str(results))
+            state = retention.image_state(path.stem, str(results))
+        except ImageError as exc:
+            warnings.append(f"{exc}: no image is removed until it is fixed or deleted")
+            continue
+        tasks[record.id] = TaskRelease(path.stem, results)
+        if state is retention.ImageState.RELEASED:
+            released.add(record.id)
     ledger = read_ledger(root / names.BUILD_LEDGER, root)
-    return ImageContext(root, named, tasks, ledger, used, blind=bool(warnings)), warnings
+    blind = bool(warnings)
+    return ImageContext(root, named, tasks, frozenset(released), ledger, used, blind), warnings
 
 
 def sets_label(step: str, workdir: str) -> bool:
@@ -136,20 +164,30 @@ def display(image: ImageFacts) -> str:
 class _Candidate:
     why: str
     cache: bool = False
-    sentinel: Path | None = None
+    release: TaskRelease | None = None
+
+
+def foreign_names(image: ImageFacts, root: Path) -> list[str]:
+    """The image's names that are not task image names of the workflow directory `root`."""
+    return [t for t in image.tags if not names.is_built_task_image(t, root)]
 
 
 def candidate(image: ImageFacts, ctx: ImageContext) -> _Candidate | KeptItem | None:
     """Whether an image is ours to remove (before what uses it and what is built on it is looked at), one
     of ours to keep with the reason, or not ours (None)."""
     ours = built_here(image, ctx.root)
+    foreign = foreign_names(image, ctx.root)
     if image.id in ctx.named:
-        sentinel = ctx.task_sentinels.get(image.id)
-        if sentinel is not None and ours:
-            return _Candidate(f"--all-images: the task image {sentinel.name} records", sentinel=sentinel)
-        return None
+        task = ctx.task_images.get(image.id)
+        if task is None or not ours:
+            return None
+        if foreign:
+            return KeptItem(image.id, display(image), f"--all-images: also named {foreign[0]}; it stays")
+        return _Candidate(
+            f"--all-images: task {task.task}'s image; its sentinel stays, a release record is written",
+            release=task,
+        )
     if ours:
-        foreign = [t for t in image.tags if not names.is_built_task_image(t, ctx.root)]
         if foreign:
             return KeptItem(
                 image.id,
@@ -198,13 +236,14 @@ def plan(images: list[ImageFacts], ctx: ImageContext) -> ImagePlan:
             items.append(
                 (
                     _depth(image_id, by_id),
-                    PlanItem(image_id, display(image), why.why, size, why.cache, why.sentinel),
+                    PlanItem(image_id, display(image), why.why, size, why.cache, why.release),
                 )
             )
         elif not why.cache:
             kept.append(KeptItem(image_id, display(image), _blocked(image_id, children, wanted, ctx, by_id)))
     items.sort(key=lambda pair: -pair[0])
-    return ImagePlan(tuple(item for _, item in items), tuple(kept), _lone_sentinels(by_id, ctx))
+    kept += _elsewhere(by_id, ctx)
+    return ImagePlan(tuple(item for _, item in items), tuple(kept), _gone(by_id, ctx))
 
 
 def _blocked(
@@ -232,25 +271,40 @@ def _depth(image_id: str, by_id: Mapping[str, ImageFacts]) -> int:
     return depth
 
 
-def _lone_sentinels(by_id: Mapping[str, ImageFacts], ctx: ImageContext) -> tuple[tuple[Path, str, str], ...]:
-    """`--all-images`' task sentinels whose image is not ours to remove: deleted alone."""
-    lone = []
-    for image_id, path in sorted(ctx.task_sentinels.items(), key=lambda pair: pair[1]):
+def _gone(by_id: Mapping[str, ImageFacts], ctx: ImageContext) -> tuple[tuple[TaskRelease, str, str], ...]:
+    """`--all-images`: the tasks whose current image is no longer in the engine though the records say it
+    is present: a release record (outcome `gone`) is written alone."""
+    return tuple(
+        (task, image_id, f"task {task.task}'s image is no longer in the engine; the records say present")
+        for image_id, task in sorted(ctx.task_images.items(), key=lambda pair: pair[1].task)
+        if image_id not in by_id and image_id not in ctx.released
+    )
+
+
+def _elsewhere(by_id: Mapping[str, ImageFacts], ctx: ImageContext) -> list[KeptItem]:
+    """`--all-images`: the tasks whose current image another workspace built (results copied from it)."""
+    kept = []
+    for image_id, task in sorted(ctx.task_images.items(), key=lambda pair: pair[1].task):
         image = by_id.get(image_id)
-        if image is None:
-            lone.append((path, image_id, "records an image no longer in the engine"))
-        elif not built_here(image, ctx.root):
+        if image is not None and not built_here(image, ctx.root):
             owner = image.labels.get(names.LABEL_WORKDIR) or "no kotlin-bench.workdir label"
-            lone.append((path, image_id, f"records an image built elsewhere ({owner}), which stays"))
-    return tuple(lone)
+            why = f"task {task.task}'s image was built by another workspace ({owner}): it stays"
+            kept.append(KeptItem(image_id, display(image), why))
+    return kept
 
 
 def remove_image(client: docker.DockerClient, image_id: str) -> None:
     """Remove one image without force and without its parents (each parent is decided on its own): its
-    names first (the last one removes the image), then the image."""
+    names first (the last one removes the image), then the image. An image that something came to use
+    since it was listed (a container, an image built on it) is refused before any name goes."""
     import docker
 
     image = client.images.get(image_id)
+    users = client.api.containers(all=True, filters={"ancestor": image_id})
+    if users:
+        raise docker.errors.APIError(f"container {users[0]['Names'][0].lstrip('/')} uses it")
+    if any(i.get("ParentId") == image_id for i in client.api.images(all=True)):
+        raise docker.errors.APIError("an image is built on it")
     for tag in image.tags:
         client.images.remove(tag, noprune=True)
     try:

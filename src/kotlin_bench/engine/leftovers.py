@@ -11,8 +11,9 @@ wanted; `remove` removes exactly those records. Ownership is decided from labels
   (`com.docker.compose.project.working_dir`) is the staged task in the run's work directory: ours when it
   lies under this workspace's `results/`. A compose network is ours when its project is the project of
   such a container (and of no container elsewhere);
-- images: see `kotlin_bench.engine.leftover_images` (our builds that no sentinel of ours names, and the
-  layers our builds committed that nothing uses any more).
+- images: see `kotlin_bench.engine.leftover_images` (our builds that no record of ours names, the layers
+  our builds committed that nothing uses any more, and with `all_images` our task images, released
+  with a record while their sentinels stay).
 
 Whether a live job may be using a leftover comes from `Live` (what `kotlin_bench.runs.activity` found
 running in the workspace): a runner lock held under the run's directory says yes; a running container in a
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import leftover_images
-from kotlin_bench.engine.leftover_images import ImageFacts, ImagePlan
+from kotlin_bench.engine import leftover_images, retention
+from kotlin_bench.engine.leftover_images import ImageFacts, ImagePlan, TaskRelease
 from kotlin_bench.engine.network import PROXY_ROLE
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Kind(StrEnum):
     NETWORK = "network"
     IMAGE = "image"
     BUILD_CACHE = "build cache"
-    SENTINEL = "sentinel"  # --all-images: a task sentinel whose image is not ours (deleted, the image kept)
+    RECORD = "release record"  # --all-images: a task's image already gone; only the record is written
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class Owner:
 class Leftover:
     """One thing this workspace left on the engine: what it is, why it is ours, whether a live job may use
     it (`in_use`: empty when nothing of the workspace runs that could), its size in bytes where known (an
-    image: what it adds to its parent), and for `--all-images` the task sentinel deleted with it."""
+    image: what it adds to its parent), and for `--all-images` the task whose release record is written
+    with it (its sentinel stays)."""
 
     kind: Kind
     id: str
@@ -81,7 +83,7 @@ class Leftover:
     why: str
     in_use: str = ""
     size: int | None = None
-    sentinel: Path | None = None
+    release: TaskRelease | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class Findings:
 class Removal:
     leftover: Leftover
     error: str | None = None  # None: removed
-    also: tuple[str, ...] = ()  # what went with it (a deleted sentinel)
+    also: tuple[str, ...] = ()  # what went with it (a release record written)
 
 
 @dataclass(frozen=True)
@@ -283,12 +285,12 @@ def image_leftovers(plan: ImagePlan) -> tuple[list[Leftover], list[Kept]]:
             item.name,
             item.why,
             size=item.size,
-            sentinel=item.sentinel,
+            release=item.release,
         )
         for item in plan.remove
     ]
     leftovers += [
-        Leftover(Kind.SENTINEL, image, str(path), why, sentinel=path) for path, image, why in plan.sentinels
+        Leftover(Kind.RECORD, image, str(task.record), why, release=task) for task, image, why in plan.records
     ]
     return leftovers, [Kept(k.id, k.name, k.why) for k in plan.kept]
 
@@ -337,8 +339,8 @@ def _images(client: docker.DockerClient, owner: Owner) -> list[ImageFacts]:
 
 
 def find(client: docker.DockerClient, owner: Owner, live: Live, all_images: bool = False) -> Findings:
-    """What this workspace left on the engine (read-only). `all_images`: the task images its sentinels
-    record count as leftovers too (removed with their sentinels)."""
+    """What this workspace left on the engine (read-only). `all_images`: its task images count as
+    leftovers too (released with a record; their sentinels stay)."""
     containers = _containers(client)
     found, key_areas = plan_containers(containers, owner, live)
     projects = harbor_projects(containers, owner)
@@ -372,14 +374,22 @@ def remove(client: docker.DockerClient, findings: Findings) -> list[Removal]:
 def _remove_one(client: docker.DockerClient, item: Leftover) -> tuple[str, ...]:
     import docker
 
+    outcome = retention.Outcome.REMOVED
     if item.kind in (Kind.CONTAINER, Kind.PROXY):
         client.api.remove_container(item.id, force=True)
     elif item.kind is Kind.NETWORK:
         client.api.remove_network(item.id)
     elif item.kind in (Kind.IMAGE, Kind.BUILD_CACHE):
-        with contextlib.suppress(docker.errors.NotFound):  # gone already: its sentinel still goes
+        try:
             leftover_images.remove_image(client, item.id)
-    if item.sentinel is not None:
-        item.sentinel.unlink(missing_ok=True)
-        return (f"deleted {item.sentinel}",)
-    return ()
+        except docker.errors.NotFound:  # gone already: its release is still recorded
+            outcome = retention.Outcome.GONE
+    if item.release is None:
+        return ()
+    if item.kind is Kind.RECORD:
+        outcome = retention.Outcome.GONE
+    task = item.release
+    retention.record_release(
+        task.task, retention.CLEAN, outcome, "kotlin-bench clean --all-images", str(task.results)
+    )
+    return (f"wrote {task.record.relative_to(task.results.parent)} (the sentinel stays)",)

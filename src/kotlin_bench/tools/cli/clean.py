@@ -4,19 +4,22 @@ Lists the containers, egress proxies and per-run networks a killed run left, Har
 containers and networks staged in this workspace's results, the images its builds made that no sentinel
 of it records, and the build cache (layers) its builds committed that nothing uses; never anything of
 another workspace or of a user (`kotlin_bench.engine.leftovers`). `--all-images` adds this workspace's
-task images (their sentinels are deleted, so the next run rebuilds them). Removing is refused while
-Snakemake or a job of this workspace runs (`kotlin_bench.runs.activity`).
+task images: each is released as `images: {keep: bases}` does (a record under
+results/images/released/clean/), its sentinel stays, so no run is redone; the next job that needs the
+image builds it again (or pulls it back from `registry:`). Removing is refused while Snakemake or a job
+of this workspace runs (`kotlin_bench.runs.activity`); a stale lock left by a killed Snakemake does not
+stop it.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
-from kotlin_bench.engine.leftovers import Findings, Kind, Leftover, Owner, Removal
+from kotlin_bench.engine.leftovers import Findings, Leftover, Owner, Removal
+from kotlin_bench.engine.retention import CLEAN
 from kotlin_bench.runs.activity import Activity, LockState
 from kotlin_bench.tools.cli.text import err, out, table
 from kotlin_bench.tools.root import OUTSIDE, add_root, find_root
@@ -35,7 +38,7 @@ def size_text(size: int | None) -> str:
 
 
 def show_id(item: Leftover) -> str:
-    return item.id if item.kind is Kind.SENTINEL else item.id.removeprefix("sha256:")[:12]
+    return item.id.removeprefix("sha256:")[:12]
 
 
 def render(findings: Findings) -> str:
@@ -57,19 +60,16 @@ def lock_note(activity: Activity) -> str | None:
     return None
 
 
-def rerun_note(root: Path, leftovers: tuple[Leftover, ...]) -> str | None:
-    """What deleting task sentinels means for the results: each task's runs are redone."""
-    tasks = sorted({item.sentinel.stem for item in leftovers if item.sentinel is not None})
+def release_note(leftovers: tuple[Leftover, ...]) -> str | None:
+    """What releasing task images means: nothing is redone; a job that needs one builds it again."""
+    tasks = sorted({item.release.task for item in leftovers if item.release is not None})
     if not tasks:
         return None
-    runs = root / names.runs_root()
-    results = Counter(path.parts[-3] for path in runs.glob(names.RESULT_GLOB) if path.parts[-3] in tasks)
     return (
-        f"--all-images: the sentinels of {len(tasks)} task image(s) go, so the next `snakemake` rebuilds "
-        f"those images and, since every run depends on its task's image, runs those tasks again: "
-        f"{sum(results.values())} existing result(s) of them would be redone"
-        + (f" ({', '.join(f'{t}: {n}' for t, n in sorted(results.items()))})" if results else "")
-        + ". Keep a copy of results/ first if you want them."
+        f"--all-images: {len(tasks)} task image(s) are released ({', '.join(tasks)}): their sentinels "
+        f"(results/images/task/) stay, so no run is redone and every result keeps its verdict; a release "
+        f"record (results/images/released/{CLEAN}/<task>.json) says the image is gone, and the next job "
+        "that needs one builds it again (or pulls it back from `registry:`) before it starts."
     )
 
 
@@ -109,7 +109,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         out("nothing of this workspace is left on the engine")
     for kept in findings.kept:
         out(f"kept image {kept.id.removeprefix('sha256:')[:12]} ({kept.name}): {kept.why}")
-    for line in (*findings.warnings, lock_note(activity), rerun_note(root, findings.leftovers)):
+    for line in (*findings.warnings, lock_note(activity), release_note(findings.leftovers)):
         if line:
             out(line)
     if not args.remove:
@@ -139,8 +139,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--all-images",
         action="store_true",
-        help="also this workspace's task images, with their sentinels (the next run rebuilds them and "
-        "redoes their tasks' runs); base images are never removed",
+        help="also this workspace's task images: released with a record under "
+        f"results/images/released/{CLEAN}/, their sentinels stay (no run is redone; the next job that "
+        "needs an image builds it again or pulls it back); base images are never removed",
     )
     add_root(p)
     p.set_defaults(func=cmd_clean)
