@@ -207,11 +207,69 @@ def workdir_label() -> dict[str, str]:
     return {names.LABEL_WORKDIR: str(Path.cwd().resolve())}
 
 
+_STEP_RE = re.compile(r"^Step \d+/\d+ : (\S+)")
+_LAYER_RE = re.compile(r"^ ---> ([0-9a-f]{12})$")
+_CACHED = " ---> Using cache"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class BuildLedger:
+    """Appends each layer a build commits to the build ledger (`names.BUILD_LEDGER`) as the build goes,
+    so that a build that fails or is killed has recorded what it made: its steps' layers, not those taken
+    from the cache nor the images it builds FROM. Fed the build's output as it streams."""
+
+    path: Path
+    image: str
+    _pending: str = ""
+    _skip: bool = False
+
+    def feed(self, text: str) -> None:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._line(_ANSI_RE.sub("", line).rstrip("\r"))
+
+    def _line(self, line: str) -> None:
+        step = _STEP_RE.match(line)
+        if step:
+            self._skip = step[1].upper() == "FROM"
+        elif line == _CACHED:
+            self._skip = True
+        elif (layer := _LAYER_RE.match(line)) and not self._skip:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as ledger:  # one short append: whole lines
+                ledger.write(f"{workdir_label()[names.LABEL_WORKDIR]}\t{layer[1]}\t{self.image}\n")
+
+
+def read_ledger(path: Path, workdir: Path) -> dict[str, str]:
+    """The layers the builds of `workdir` recorded in the ledger at `path`: short id -> the image being
+    built (lines that a copy of another workspace's results brought along name that workspace, and are
+    left out)."""
+    if not path.is_file():
+        return {}
+    ours = str(workdir.resolve())
+    found = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] == ours:
+            found[fields[1]] = fields[2]
+    return found
+
+
 def stream_build(
-    client: docker.DockerClient, context: Path, dockerfile: str, tag: str, timeout: float, log: Any
+    client: docker.DockerClient,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    timeout: float,
+    log: Any,
+    ledger: Path | None = None,
 ) -> str:
-    """Build and stream the log; stop with an error past `timeout` seconds."""
+    """Build and stream the log; stop with an error past `timeout` seconds. With `ledger`, the layers the
+    build commits are recorded there (`BuildLedger`)."""
     deadline = time.monotonic() + timeout
+    made = BuildLedger(ledger, tag) if ledger is not None else None
     stream: Iterator[dict[str, Any]] = client.api.build(
         path=str(context),
         dockerfile=dockerfile,
@@ -224,6 +282,8 @@ def stream_build(
     for chunk in stream:
         if "stream" in chunk:
             log.write(chunk["stream"])
+            if made is not None:
+                made.feed(chunk["stream"])
         if "error" in chunk:
             log.write(chunk["error"] + "\n")
             raise ImageError(f"building {tag} failed: {chunk['error'].strip()}")
@@ -370,7 +430,15 @@ def build_base(
         else:
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
-            found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
+            found = stream_build(
+                client,
+                context,
+                entry.dockerfile(repo_root).name,
+                entry.image,
+                timeout,
+                log,
+                Path(names.BUILD_LEDGER),
+            )
         _finish(client, entry.image, found, started, sentinel, registry, log)
 
 
@@ -403,6 +471,7 @@ def build_task_image(
             name,
             task.environment.build_timeout_sec,
             log,
+            Path(names.BUILD_LEDGER),
         )
         return _finish(client, name, found, started, sentinel, registry, log, replaces, task.base_image)
 

@@ -12,6 +12,10 @@ id). Either way results/images/rebuilt/<task>.json records it, with the id it re
 previous id keep their verdicts and records (each result names the image id its step ran on); only the
 jobs that run from then on use the new one. One job per task does this at a time (a lock on the task's
 sentinel); the others wait for it and use what it made.
+
+`kotlin-bench clean --all-images` releases task images the same way, outside the workflow: it writes its
+records under results/images/released/clean/ (`CLEAN`), which no rule makes or reads, so that clean
+changes no job's inputs and reruns nothing (`record_release`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ class Purpose(StrEnum):
     HEALTHCHECK = "healthcheck"  # the health check's oracle and nop runs and its network probe
     VALIDATION = "validation"  # the three-phase validation's phases
     REGRADE = "regrade"  # a regrade's verifications
+
+
+# Who released an image besides the purposes' rules: `kotlin-bench clean --all-images` (no job waits for it).
+CLEAN = "clean"
+RELEASERS: tuple[str, ...] = (*Purpose, CLEAN)
 
 
 class Outcome(StrEnum):
@@ -110,7 +119,7 @@ def image_state(task_id: str, results: str = names.RESULTS) -> ImageState:
     freed it is later than the record that made it (the sentinel, or a rebuild)."""
     path, record = current(task_id, results)
     made = path.stat().st_mtime_ns
-    for purpose in Purpose:
+    for purpose in RELEASERS:
         release = Path(names.task_image_release(task_id, purpose, results))
         if not release.is_file() or release.stat().st_mtime_ns < made:
             continue
@@ -121,9 +130,9 @@ def image_state(task_id: str, results: str = names.RESULTS) -> ImageState:
 
 
 @contextlib.contextmanager
-def _locked(task_id: str) -> Iterator[None]:
+def _locked(task_id: str, results: str = names.RESULTS) -> Iterator[None]:
     """One job per task releases or brings back its image at a time (a lock on the task's sentinel)."""
-    with open(names.task_sentinel(task_id), "rb") as sentinel:
+    with open(names.task_sentinel(task_id, results), "rb") as sentinel:
         fcntl.flock(sentinel, fcntl.LOCK_EX)
         yield
 
@@ -133,10 +142,26 @@ def release(client: docker.DockerClient, task_id: str, purpose: Purpose) -> Rele
     with _locked(task_id):
         _, record = current(task_id)
         outcome, detail = _remove(client, record)
-        now = datetime.now(UTC).isoformat()
-        done = Release(record.image, record.id, now, outcome, detail, record.size)
-        done.write(Path(names.task_image_release(task_id, purpose)))
-        return done
+        return _write_release(record, task_id, purpose, outcome, detail, names.RESULTS)
+
+
+def record_release(
+    task_id: str, releaser: str, outcome: Outcome, detail: str = "", results: str = names.RESULTS
+) -> Release:
+    """Record that the task's current image went by other means (`kotlin-bench clean --all-images`
+    removes it itself, leaving its parents alone): `releaser` is one of `RELEASERS`."""
+    with _locked(task_id, results):
+        _, record = current(task_id, results)
+        return _write_release(record, task_id, releaser, outcome, detail, results)
+
+
+def _write_release(
+    record: Sentinel, task_id: str, releaser: str, outcome: Outcome, detail: str, results: str
+) -> Release:
+    now = datetime.now(UTC).isoformat()
+    done = Release(record.image, record.id, now, outcome, detail, record.size)
+    done.write(Path(names.task_image_release(task_id, releaser, results)))
+    return done
 
 
 def _remove(client: docker.DockerClient, record: Sentinel) -> tuple[Outcome, str]:

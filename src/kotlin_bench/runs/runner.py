@@ -45,7 +45,7 @@ class RunError(RuntimeError):
 def exclusive(directory: Path) -> Iterator[None]:
     """Hold the directory's lock: a job orphaned by a killed Snakemake finishes before a new try clears it."""
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with (directory.parent / f".{directory.name}.lock").open("w") as lock:
+    with names.dir_lock(directory).open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
