@@ -165,10 +165,13 @@ def _write_release(
 
 
 def _remove(client: docker.DockerClient, record: Sentinel) -> tuple[Outcome, str]:
+    """Remove the image, never its parents: the engine would otherwise also delete an untagged base it was
+    built FROM (one whose tag another workspace's build moved), which this workspace's records still name
+    and the next rebuild needs."""
     import docker
 
     try:
-        client.images.remove(record.id)
+        client.images.remove(record.id, noprune=True)
     except docker.errors.ImageNotFound:
         return Outcome.GONE, ""
     except docker.errors.APIError:
@@ -177,7 +180,7 @@ def _remove(client: docker.DockerClient, record: Sentinel) -> tuple[Outcome, str
             return Outcome.KEPT, "used by container(s) " + ", ".join(c.name for c in users)
         tags = [t for t in client.images.get(record.id).tags if t != record.image]
         with contextlib.suppress(docker.errors.ImageNotFound):
-            client.images.remove(record.image)
+            client.images.remove(record.image, noprune=True)
         return Outcome.UNTAGGED, "also named " + ", ".join(tags)
     return Outcome.REMOVED, ""
 
