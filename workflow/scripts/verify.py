@@ -7,6 +7,7 @@ little free disk space (see kotlin_bench.engine.disk) refuses the job before any
 try, and is never recorded.
 """
 
+from functools import partial
 from pathlib import Path
 
 from kotlin_bench.dag.smk import Tries, check_disk, logged, stop_on_sigterm, task_image
@@ -30,8 +31,8 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image(sm.config, task)
             options = VerifierOptions.from_config(sm.params.verifier)
+            image = partial(task_image, sm.config, task)
             result = runner.verify_step(task, work_path, verify_dir, repeat, image, options)
         except Exception as exc:
             if not tries.failed(exc):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kotlin_bench.core import names
@@ -109,15 +109,17 @@ def verify_step(
     work_path: Path,
     verify_dir: Path,
     repeat: int = 1,
-    image: ImageRef | None = None,
+    image: Callable[[], ImageRef] | None = None,
     options: VerifierOptions | None = None,
 ) -> RunResult:
-    """Verify the work record at `work_path`; returns the result written to `verify_dir/result.json`."""
+    """Verify the work record at `work_path`; returns the result written to `verify_dir/result.json`.
+    `image` gets the task image, asked only when the work needs a verdict (a solve step that failed for
+    good is recorded without one, whatever became of the image)."""
     work = WorkRecord.read(work_path)
     with exclusive(verify_dir):
         if work.status is WorkStatus.ERROR:
             return _solve_failed(task, work, work_path, verify_dir, repeat)
-        client, found = _present(image)
+        client, found = _present(image() if image else None)
         key = names.verify_key(work.agent, task.id, work.attempt, repeat)
         ctx = VerifyContext(
             client,  # type: ignore[arg-type]
