@@ -1,11 +1,28 @@
+import sys
 from pathlib import Path
+
+# This checkout's package first, whichever clone `scripts/setup.sh` installed editable: the rules and
+# (through PYTHONPATH) the rule scripts import it, or the workflow refuses (kotlin_bench.core.checkout).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+try:
+    from kotlin_bench.core.checkout import own_package_or_exit
+except (
+    ImportError
+) as exc:  # no package here, and one from elsewhere (older) first on the path
+    sys.exit(
+        f"kotlin-bench: error: {workflow.basedir}/src/kotlin_bench cannot be imported: {exc}"
+    )
+
+own_package_or_exit(Path(workflow.basedir))
 
 from snakemake.utils import min_version, validate
 
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import check_or_exit, plan_or_exit
-from kotlin_bench.dag.plan import drop_stale_summary
 from kotlin_bench.dag.progress import start_progress
+from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
+from kotlin_bench.dag.stale import Staleness
+from kotlin_bench.engine.retention import Purpose
 
 min_version("9.0")
 
@@ -18,7 +35,8 @@ check_or_exit(config, workflow.configfiles, Path(workflow.basedir))
 # fills in the schema's defaults
 validate(config, "../workflow/schemas/config.schema.yaml")
 PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
-MISSING_RUNS = drop_stale_summary(Path(names.SUMMARY_CSV), PLAN.results())
+# files made from many others that lack some of them (kotlin_bench.dag.stale; a dry run changes nothing)
+STALE = Staleness(workflow)
 
 
 wildcard_constraints:
@@ -85,20 +103,65 @@ def all_results(wildcards):
     return PLAN.results()
 
 
-def repeated_results(wildcards):
-    return PLAN.repeated_results()
+def summary_inputs(wildcards):
+    STALE.settle(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
+    return {**PLAN.summary_inputs(), "releases": PLAN.releases(Purpose.RUNS)}
 
 
-def healthcheck_runs(wildcards):
-    return PLAN.healthcheck_results()
+def stale_summary(wildcards):
+    return STALE.parameter(names.SUMMARY_CSV, PLAN.summary_inputs(), "run result(s)")
 
 
-def healthcheck_repeats(wildcards):
-    return PLAN.healthcheck_repeats()
+def healthcheck_inputs(wildcards):
+    made, needs = names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs()
+    STALE.settle(made, needs, "health check record(s)")
+    return {**needs, "releases": PLAN.releases(Purpose.HEALTHCHECK)}
 
 
-def network_checks(wildcards):
-    return PLAN.network_checks()
+def stale_healthcheck(wildcards):
+    return STALE.parameter(
+        names.HEALTHCHECK_CSV, PLAN.healthcheck_inputs(), "health check record(s)"
+    )
+
+
+def validation_verdict_inputs(wildcards):
+    verdict = names.validation_verdict(wildcards.task)
+    phases = PLAN.validation_phases(wildcards.task)
+    return STALE.settle(verdict, phases, "validation phase record(s)")
+
+
+def stale_validation_verdict(wildcards):
+    verdict = names.validation_verdict(wildcards.task)
+    phases = PLAN.validation_phases(wildcards.task)
+    return STALE.parameter(verdict, phases, "validation phase record(s)")
+
+
+def validation_summary_inputs(wildcards):
+    made, needs = names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts()
+    STALE.settle(made, needs, "task verdict(s)")
+    return {"verdicts": needs, "releases": PLAN.releases(Purpose.VALIDATION)}
+
+
+def stale_validation_summary(wildcards):
+    return STALE.parameter(
+        names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts(), "task verdict(s)"
+    )
+
+
+def regrade_inputs(wildcards):
+    made, needs = names.REGRADE_CSV, PLAN.regrade_results()
+    STALE.settle(made, needs, "regraded result(s)")
+    return {"results": needs, "releases": PLAN.releases(Purpose.REGRADE)}
+
+
+def release_inputs(wildcards):
+    return PLAN.release_inputs(wildcards.task, Purpose(wildcards.purpose))
+
+
+def stale_regrade(wildcards):
+    return STALE.parameter(
+        names.REGRADE_CSV, PLAN.regrade_results(), "regraded result(s)"
+    )
 
 
 def network_check_inputs(wildcards):

@@ -10,6 +10,7 @@ rule network_check:
         names.network_check("{task}"),
     log:
         names.log("healthcheck", "network", "{task}"),
+    priority: USES_IMAGE_PRIORITY
     conda:
         "../environment.yml"
     resources:
@@ -22,9 +23,7 @@ rule network_check:
 
 rule healthcheck:
     input:
-        runs=healthcheck_runs,
-        repeats=healthcheck_repeats,
-        checks=network_checks,
+        unpack(healthcheck_inputs),
     output:
         csv=names.HEALTHCHECK_CSV,
         markdown=names.HEALTHCHECK_MD,
@@ -33,6 +32,8 @@ rule healthcheck:
     localrule: True
     conda:
         "../environment.yml"
+    params:
+        stale=stale_healthcheck,
     script:
         "../workflow/scripts/healthcheck.py"
 

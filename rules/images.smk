@@ -39,3 +39,23 @@ rule task_image:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
     script:
         "../workflow/scripts/build_task_image.py"
+
+
+# With `images: {keep: bases}`, a task image goes once the jobs of one purpose (runs, healthcheck,
+# validation, regrade) that need it are done; a job that needs it later brings it back
+# (kotlin_bench.engine.retention). The purpose's table waits for these records.
+rule release_task_image:
+    input:
+        release_inputs,
+    output:
+        names.task_image_release("{task}", "{purpose}"),
+    log:
+        names.log("images", "release", "{purpose}", "{task}"),
+    wildcard_constraints:
+        purpose="|".join(Purpose),
+    priority: USES_IMAGE_PRIORITY
+    localrule: True
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow/scripts/release_task_image.py"

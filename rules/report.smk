@@ -7,8 +7,7 @@ REPRODUCE = ReproducePlan.from_config(
 
 rule summary:
     input:
-        results=all_results,
-        repeats=repeated_results,
+        unpack(summary_inputs),
     output:
         names.SUMMARY_CSV,
     log:
@@ -18,6 +17,7 @@ rule summary:
         "../environment.yml"
     params:
         tasks_dir=config["tasks_dir"],
+        stale=stale_summary,
     script:
         "../workflow/scripts/summarize.py"
 
@@ -26,6 +26,8 @@ rule aggregate:
     input:
         summary=names.SUMMARY_CSV,
         references=REPRODUCE.reference_files(),
+        # the task images' records, for the sizes table (kotlin_bench.engine.retention.image_rows)
+        images=PLAN.task_sentinels(),
     output:
         rates=names.RATES_CSV,
         by_repository=names.RATES_BY_REPOSITORY_CSV,

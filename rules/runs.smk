@@ -10,6 +10,7 @@ rule solve:
         names.work_record("{agent}", "{task}", "{attempt}"),
     log:
         names.solve_log("{agent}", "{task}", "{attempt}"),
+    priority: USES_IMAGE_PRIORITY
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
@@ -43,6 +44,7 @@ rule verify:
         names.verify_result("{agent}", "{task}", "{attempt}"),
     log:
         names.verify_log("{agent}", "{task}", "{attempt}"),
+    priority: USES_IMAGE_PRIORITY
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
@@ -79,7 +81,7 @@ use rule verify as regrade_verify with:
 
 rule regrade_changes:
     input:
-        PLAN.regrade_results(),
+        unpack(regrade_inputs),
     output:
         csv=names.REGRADE_CSV,
         markdown=names.REGRADE_MD,
@@ -91,6 +93,7 @@ rule regrade_changes:
     params:
         # the verdicts a regrade would replace: read where they exist, never built by this rule
         current=PLAN.results(),
+        stale=stale_regrade,
     script:
         "../workflow/scripts/regrade_changes.py"
 

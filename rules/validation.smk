@@ -1,9 +1,6 @@
 # Three-phase validation (kotlin_bench.validation.derive): run, test, fix (and fix-<k> repetitions) per task, each
 # in a fresh container from the task image; the task's verdict and derived lists; the summary.
-from kotlin_bench.dag.plan import drop_stale_validation
 from kotlin_bench.validation.records import PHASE_LABEL
-
-drop_stale_validation(PLAN)
 
 
 rule validation_phase:
@@ -15,6 +12,7 @@ rule validation_phase:
         names.validation_log("{task}", "{phase}"),
     wildcard_constraints:
         phase=PHASE_LABEL,
+    priority: USES_IMAGE_PRIORITY
     retries: config.get("retries", 1)
     conda:
         "../environment.yml"
@@ -34,7 +32,7 @@ rule validation_phase:
 
 rule validation_task:
     input:
-        phases=lambda wildcards: PLAN.validation_phases(wildcards.task),
+        phases=validation_verdict_inputs,
         stamp=lambda wildcards: PLAN.stamp(wildcards.task),
     output:
         # and the derived expected_tests.json beside it, when the phases give something to derive from
@@ -46,13 +44,14 @@ rule validation_task:
         "../environment.yml"
     params:
         task_dir=lambda wildcards: PLAN.task_dir(wildcards.task),
+        stale=stale_validation_verdict,
     script:
         "../workflow/scripts/validation_task.py"
 
 
 rule validation_summary:
     input:
-        PLAN.validation_verdicts(),
+        unpack(validation_summary_inputs),
     output:
         csv=names.VALIDATION_SUMMARY_CSV,
         markdown=names.VALIDATION_SUMMARY_MD,
@@ -61,5 +60,7 @@ rule validation_summary:
     localrule: True
     conda:
         "../environment.yml"
+    params:
+        stale=stale_validation_summary,
     script:
         "../workflow/scripts/validation_summary.py"

@@ -7,6 +7,7 @@ from pathlib import Path
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.render import render_markdown
 from kotlin_bench.dag.smk import logged, workflow_root
+from kotlin_bench.engine.retention import image_rows
 from kotlin_bench.results.compare import all_pairs, write_comparisons
 from kotlin_bench.results.report import report_sections
 from kotlin_bench.results.reproduce.agent import reproduce_agent
@@ -34,7 +35,8 @@ with logged(sm.log[0]):
         )
     write_verdicts(verdicts, Path(sm.output.verdicts))
     lines = [f"{v.line} (see {md})" for v, md in zip(verdicts, sm.output.reproduce_md, strict=True)]
-    text = render_markdown(report_sections(summary, overall, by_repository, lines, comparisons))
+    images = image_rows(sorted({Path(p).stem for p in sm.input.images}))
+    text = render_markdown(report_sections(summary, overall, by_repository, lines, comparisons, images))
     write_atomic(Path(sm.output.markdown), text)
     print(text)
 sys.__stdout__.write(f"\n{text}\n")

@@ -9,7 +9,7 @@ from kotlin_bench.results.regrade import compare, write_changes
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    changes = compare([Path(p) for p in sm.params.current], [Path(p) for p in sm.input])
+    changes = compare([Path(p) for p in sm.params.current], [Path(p) for p in sm.input.results])
     text = write_changes(changes, Path(sm.output.csv), Path(sm.output.markdown))
     print(text)
 sys.__stdout__.write(f"\n{text}\n")

@@ -2,23 +2,27 @@
 
 An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded in the
 phase's record instead, so that the task's verdict names it and the summary of the other tasks is made.
+Too little free disk space (see kotlin_bench.engine.disk) refuses the job before anything starts, on
+every try, and is never recorded.
 """
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, logged, stop_on_sigterm, task_image_id
+from kotlin_bench.dag.smk import Tries, check_disk, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.engine.disk import Job
 from kotlin_bench.validation import phase as validation_phase
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    check_disk(sm, Job.RUN)
     label, task_id = sm.wildcards.phase, sm.wildcards.task
     out_dir = Path(sm.output[0]).parent
     tries = Tries.of_job(sm)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
-        record = validation_phase.run_phase(task, label, out_dir, task_image_id(sm.config, Path(sm.input[0])))
+        record = validation_phase.run_phase(task, label, out_dir, task_image(sm.config, task).id)
     except Exception as exc:
         if not tries.failed(exc, retryable=not isinstance(exc, TaskError)):
             raise

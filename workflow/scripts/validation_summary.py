@@ -8,7 +8,7 @@ from kotlin_bench.results import validation_summary as validation_report
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    frame = validation_report.write_summary(sm.input, Path(sm.output.csv), Path(sm.output.markdown))
+    frame = validation_report.write_summary(sm.input.verdicts, Path(sm.output.csv), Path(sm.output.markdown))
     line = validation_report.headline(frame)
     print(line)
 sys.__stdout__.write(f"\nkotlin-bench validation: {line} -> {sm.output.csv}\n")

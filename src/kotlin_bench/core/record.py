@@ -62,6 +62,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     harness_version: str = HARNESS_VERSION
+    code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
     agent_timed_out: bool = False
     task_digest: str | None = None
     verifier_digest: str | None = None
@@ -75,6 +76,9 @@ class RunResult:
     failed_step: str | None = None  # of an error: `solve` (the agent's work) or `verify` (the verdict)
     repeat: int = 1  # which verification of the run's work (`verify: {repeats: N}`)
     work_sha256: str | None = None  # the work record the verdict was made on
+    # the task image the verdict was made in: `image_id` (the one the agent worked in) unless the image
+    # was built again since (kotlin_bench.engine.retention)
+    verify_image_id: str | None = None
     # A kind whose trial verifies in the agent's container (Harbor): the verdict above is the trial's
     # (the published protocol); ours, on the captured work in a fresh container, is kept here.
     fresh_verdict: dict[str, Any] | None = None
@@ -188,6 +192,7 @@ class WorkRecord:
     image_id: str | None = None
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     harness_version: str = HARNESS_VERSION
+    code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
     agent_exit_code: int | None = None
     agent_timed_out: bool = False
     timings: dict[str, float] = field(default_factory=dict)

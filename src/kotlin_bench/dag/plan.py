@@ -33,6 +33,7 @@ from kotlin_bench.engine.images import (
     recipe_inputs,
     recipe_parent,
 )
+from kotlin_bench.engine.retention import Keep, Purpose
 from kotlin_bench.runs.agents import Agent, agent_from_config, kind_of
 from kotlin_bench.validation.records import phase_labels
 
@@ -74,6 +75,7 @@ class Plan:
     spec: str = names.BENCHMARK_SPEC  # the dataset specification the task directories come from
     sizing: Sizing = field(default_factory=Sizing)
     base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
+    keep: Keep = Keep.ALL  # which images stay (config images.keep)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -129,6 +131,7 @@ class Plan:
             str(config["spec"]),
             Sizing.from_config(config.get("resources")),
             config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
+            Keep((config.get("images") or {}).get("keep", Keep.ALL)),
         )
 
     def task_dir(self, task_id: str) -> str:
@@ -190,9 +193,15 @@ class Plan:
         configured = self.agent(agent)
         kind = kind_of(configured)
         task_dir = Path(self.task_dir(task_id))
-        image = [names.task_sentinel(task_id)] if kind.needs_image else []
+        image = self.task_image_use(task_id) if kind.needs_image else []
         files = [self._solve_input(task_dir, p) for p in kind.inputs(configured, task_dir)]
         return [*image, ancient(self.materialized(task_id, names.INSTRUCTION)), *files]
+
+    def task_image_use(self, task_id: str) -> list[Any]:
+        """What a step that runs in the task image depends on for it: the sentinel, `ancient` (the image
+        built again from the same inputs, after a release or a deleted sentinel, redoes no run), and what
+        the image is built from (a changed Dockerfile or base does redo the runs)."""
+        return [ancient(names.task_sentinel(task_id)), *self.task_image_inputs(task_id)]
 
     def _solve_input(self, task_dir: Path, path: Path) -> Any:
         """A materialized file a solve step reads is `ancient`: materialization, redone for any reason,
@@ -211,9 +220,11 @@ class Plan:
             if Path(p).relative_to(task.path).as_posix() not in names.MATERIALIZED
         ]
         materialized = [self.materialized(task_id, f) for f in (names.TEST_PATCH, names.EXPECTED_TESTS)]
+        image, *image_inputs = self.task_image_use(task_id)
         return {
             "work": names.work_record(agent, task_id, attempt),
-            "image": names.task_sentinel(task_id),
+            "image": image,
+            "image_inputs": image_inputs,
             "tests": [*committed, *materialized],
         }
 
@@ -313,12 +324,15 @@ class Plan:
     def validation_verdicts(self) -> list[str]:
         return [names.validation_verdict(task_id) for task_id in self.tasks]
 
-    def results(self) -> list[str]:
-        """Every run's verdict (repeat 1), the summary's rows."""
+    def _tasks(self, only: str | None) -> list[str]:
+        return list(self.tasks) if only is None else [only]
+
+    def results(self, task: str | None = None) -> list[str]:
+        """Every run's verdict (repeat 1), the summary's rows (of one task, when given)."""
         return [
             names.verify_result(agent, task_id, attempt)
             for agent in self.agents
-            for task_id in self.tasks
+            for task_id in self._tasks(task)
             for attempt in range(1, self.attempts + 1)
         ]
 
@@ -336,26 +350,26 @@ class Plan:
                 "and the next snakemake verifies those runs again"
             )
 
-    def regrade_results(self) -> list[str]:
+    def regrade_results(self, task: str | None = None) -> list[str]:
         """Every run's verdict again, staged for a regrade (in the order of `results`)."""
         return [
             names.regrade_result(agent, task_id, attempt)
             for agent in self.agents
-            for task_id in self.tasks
+            for task_id in self._tasks(task)
             for attempt in range(1, self.attempts + 1)
         ]
 
-    def repeated_results(self) -> list[str]:
+    def repeated_results(self, task: str | None = None) -> list[str]:
         """The repeated verifications (2 ... `verify.repeats`) of every run."""
         return [
             names.verify_result(agent, task_id, attempt, repeat)
             for agent in self.agents
-            for task_id in self.tasks
+            for task_id in self._tasks(task)
             for attempt in range(1, self.attempts + 1)
             for repeat in range(2, self.verify_repeats + 1)
         ]
 
-    def healthcheck_results(self) -> list[str]:
+    def healthcheck_results(self, task: str | None = None) -> list[str]:
         """The health check's runs: oracle and nop, attempt 1, on every selected task (the same targets as
         configured agents of those names, which must then be of those kinds)."""
         for name in HEALTHCHECK_AGENTS:
@@ -366,17 +380,55 @@ class Plan:
                     f"agent under that name (rename yours)"
                 )
         return [
-            names.verify_result(agent, task_id, 1) for agent in HEALTHCHECK_AGENTS for task_id in self.tasks
+            names.verify_result(agent, task_id, 1)
+            for agent in HEALTHCHECK_AGENTS
+            for task_id in self._tasks(task)
         ]
 
-    def healthcheck_repeats(self) -> list[str]:
+    def healthcheck_repeats(self, task: str | None = None) -> list[str]:
         """The repeated verifications of the health check's oracle runs (`verify.repeats`): a verdict that
         changes from one verification to the next is reported."""
         return [
             names.verify_result("oracle", task_id, 1, repeat)
-            for task_id in self.tasks
+            for task_id in self._tasks(task)
             for repeat in range(2, self.verify_repeats + 1)
         ]
+
+    def summary_inputs(self) -> dict[str, list[str]]:
+        """What the summary is made from: every run's result, and its repeated verifications."""
+        return {"results": self.results(), "repeats": self.repeated_results()}
+
+    def task_sentinels(self) -> list[str]:
+        return [names.task_sentinel(task_id) for task_id in self.tasks]
+
+    def releases(self, purpose: Purpose) -> list[str]:
+        """The task images' releases the target of `purpose` waits for (`images: {keep: bases}`; none
+        otherwise): one per task whose image its jobs use."""
+        if self.keep is not Keep.BASES:
+            return []
+        return [names.task_image_release(task_id, purpose) for task_id in self.tasks]
+
+    def release_inputs(self, task_id: str, purpose: Purpose) -> list[str]:
+        """What the release of a task's image for `purpose` waits for: the outputs of that purpose's jobs
+        that run in it (a run's verdict comes after its solve step)."""
+        match purpose:
+            case Purpose.RUNS:
+                return [*self.results(task_id), *self.repeated_results(task_id)]
+            case Purpose.HEALTHCHECK:
+                checks = [names.network_check(task_id)]
+                return [*self.healthcheck_results(task_id), *self.healthcheck_repeats(task_id), *checks]
+            case Purpose.VALIDATION:
+                return self.validation_phases(task_id)
+            case Purpose.REGRADE:
+                return self.regrade_results(task_id)
+
+    def healthcheck_inputs(self) -> dict[str, list[str]]:
+        """What the health check's table is made from: the oracle and nop runs (and repeats), the probes."""
+        return {
+            "runs": self.healthcheck_results(),
+            "repeats": self.healthcheck_repeats(),
+            "checks": self.network_checks(),
+        }
 
     def network_checks(self) -> list[str]:
         return [names.network_check(task_id) for task_id in self.tasks]
@@ -400,31 +452,6 @@ def _repository_facts(task: Task) -> dict[str, Any]:
         "base_commit": task.base_commit,
         "environment": asdict(task.environment),
     }
-
-
-def drop_stale_summary(summary: Path, expected: list[str], what: str = "run result(s)") -> list[str]:
-    """Remove the summary when one of its expected results is missing; return the missing ones.
-
-    Snakemake does not rebuild a deleted intermediate file while the files made from it are up to date
-    (snakemake/snakemake#1978), and whether it does depends on the rerun triggers. A summary that lacks
-    some of its runs is stale anyway; without it, Snakemake reruns exactly the missing runs and rebuilds
-    the summary from all results, whether the target is the default one or `results/summary.csv`.
-    """
-    missing = [p for p in expected if not Path(p).exists()]
-    if missing and summary.exists():
-        summary.unlink()
-        print(f"kotlin-bench: {len(missing)} {what} missing; {summary} will be rebuilt", file=sys.stderr)
-    return missing
-
-
-def drop_stale_validation(plan: Plan) -> None:
-    """drop_stale_summary for the validation: a task's verdict that lacks some of its phase records, and
-    the validation summary that lacks some verdicts, are removed, so that exactly the missing phases run
-    again and everything made from them is rebuilt."""
-    for task_id in plan.tasks:
-        verdict = Path(names.validation_verdict(task_id))
-        drop_stale_summary(verdict, plan.validation_phases(task_id), "validation phase record(s)")
-    drop_stale_summary(Path(names.VALIDATION_SUMMARY_CSV), plan.validation_verdicts(), "task verdict(s)")
 
 
 def _select(tasks: dict[str, Task], wanted: str | list[str], exclude: list[str]) -> dict[str, Task]:

@@ -114,3 +114,9 @@ class Sizing:
 
 def _threads(task: Task) -> int:
     return math.ceil(task.environment.cpus)
+
+
+# Jobs that run in a task image (and its release) go before the builds of further task images
+# (Snakemake's `priority:`): with `images: {keep: bases}`, an image is used and released before the next
+# one is built, so that the engine holds about as many task images as jobs run at once.
+USES_IMAGE_PRIORITY = 10

@@ -5,9 +5,13 @@ the recipe is a Dockerfile (context: its directory) or `debootstrap:<suite>` (an
 debootstrap and `docker import`, for hosts without a registry). A Dockerfile's context may list npm
 packages in `npm-packs.txt`; they are fetched on the host with `npm pack` into `<context>/npm-packs/`
 before the build, so that containers never need the npm registry. A task image is built from the task's
-`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>`.
+`environment/` directory and tagged `kotlin-bench/<repo_key>:pr-<N>.ws-<workdir tag>`
+(`names.built_task_image`: not the published name, which a Harbor run of the task directory builds and
+deletes). Every image the workflow builds carries the label `kotlin-bench.workdir=<workflow directory>`.
 
-Every build writes its log and, on success, a sentinel JSON recording the image id.
+Every build writes its log and, on success, a sentinel JSON recording the image's name, id and size. A
+job uses an image through its sentinel (`use_image`): by the recorded id, named as recorded again when
+something took the name away.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,30 +134,33 @@ def image_id(client: docker.DockerClient, image: str) -> str | None:
 
 @dataclass(frozen=True)
 class Sentinel:
-    """An image the workflow built: its name, id, when and how long, and where it was pushed.
+    """An image the workflow built: its name, id, when and how long, its size, and where it was pushed.
 
-    `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the image's manifest
-    digest in the registry), else None. Read and written only here (JSON)."""
+    `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
+    sentinels written before 0.3), `layers` the bytes it adds to the image it was built FROM (a task image
+    on its base). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the
+    image's manifest digest in the registry), else None. `replaces` is the id of the image a rebuild
+    replaced (kotlin_bench.engine.retention). Read and written only here (JSON; unset fields left out).
+    """
 
     image: str
     id: str
     built_at: str = ""
     seconds: float = 0.0
     pushed: str | None = None
+    size: int | None = None
+    replaces: str | None = None
+    layers: int | None = None
 
     def write(self, path: Path) -> None:
-        record = {"image": self.image, "id": self.id, "built_at": self.built_at, "seconds": self.seconds}
-        if self.pushed:
-            record["pushed"] = self.pushed
+        record = {key: value for key, value in asdict(self).items() if value is not None}
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
-def write_sentinel(
-    path: Path, image: str, image_id: str, seconds: float, pushed: str | None = None
-) -> Sentinel:
-    sentinel = Sentinel(
-        image, image_id, datetime.now(UTC).isoformat(timespec="seconds"), round(seconds, 1), pushed
-    )
+def write_sentinel(path: Path, image: str, image_id: str, seconds: float, **recorded: Any) -> Sentinel:
+    """Record a built image at `path` (`recorded`: the optional fields of `Sentinel`)."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    sentinel = Sentinel(image, image_id, now, round(seconds, 1), **recorded)
     sentinel.write(path)
     return sentinel
 
@@ -161,13 +168,11 @@ def write_sentinel(
 def read_sentinel(path: Path) -> Sentinel:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Sentinel(
-            str(data["image"]),
-            str(data["id"]),
-            str(data.get("built_at", "")),
-            float(data.get("seconds", 0.0)),
-            data.get("pushed"),
-        )
+        known = {field.name for field in fields(Sentinel)}
+        sentinel = Sentinel(**{key: value for key, value in data.items() if key in known})
+        if not isinstance(sentinel.image, str) or not isinstance(sentinel.id, str):
+            raise TypeError("image and id must be strings")
+        return sentinel
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
             f"image sentinel {path} is unreadable ({exc}); delete it to rebuild the image"
@@ -196,17 +201,89 @@ def fetch_npm_packs(context: Path, log: Any) -> None:
             raise ImageError(f"{listing}: `npm pack {spec}` failed: {result.stderr.strip()[-500:]}")
 
 
+def workdir_label() -> dict[str, str]:
+    """The label every image and container of this workflow directory carries (`kotlin-bench clean` finds
+    what a workspace left on the engine by it)."""
+    return {names.LABEL_WORKDIR: str(Path.cwd().resolve())}
+
+
+_STEP_RE = re.compile(r"^Step \d+/\d+ : (\S+)")
+_LAYER_RE = re.compile(r"^ ---> ([0-9a-f]{12})$")
+_CACHED = " ---> Using cache"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class BuildLedger:
+    """Appends each layer a build commits to the build ledger (`names.BUILD_LEDGER`) as the build goes,
+    so that a build that fails or is killed has recorded what it made: its steps' layers, not those taken
+    from the cache nor the images it builds FROM. Fed the build's output as it streams."""
+
+    path: Path
+    image: str
+    _pending: str = ""
+    _skip: bool = False
+
+    def feed(self, text: str) -> None:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._line(_ANSI_RE.sub("", line).rstrip("\r"))
+
+    def _line(self, line: str) -> None:
+        step = _STEP_RE.match(line)
+        if step:
+            self._skip = step[1].upper() == "FROM"
+        elif line == _CACHED:
+            self._skip = True
+        elif (layer := _LAYER_RE.match(line)) and not self._skip:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as ledger:  # one short append: whole lines
+                ledger.write(f"{workdir_label()[names.LABEL_WORKDIR]}\t{layer[1]}\t{self.image}\n")
+
+
+def read_ledger(path: Path, workdir: Path) -> dict[str, str]:
+    """The layers the builds of `workdir` recorded in the ledger at `path`: short id -> the image being
+    built (lines that a copy of another workspace's results brought along name that workspace, and are
+    left out)."""
+    if not path.is_file():
+        return {}
+    ours = str(workdir.resolve())
+    found = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] == ours:
+            found[fields[1]] = fields[2]
+    return found
+
+
 def stream_build(
-    client: docker.DockerClient, context: Path, dockerfile: str, tag: str, timeout: float, log: Any
+    client: docker.DockerClient,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    timeout: float,
+    log: Any,
+    ledger: Path | None = None,
 ) -> str:
-    """Build and stream the log; stop with an error past `timeout` seconds."""
+    """Build and stream the log; stop with an error past `timeout` seconds. With `ledger`, the layers the
+    build commits are recorded there (`BuildLedger`)."""
     deadline = time.monotonic() + timeout
+    made = BuildLedger(ledger, tag) if ledger is not None else None
     stream: Iterator[dict[str, Any]] = client.api.build(
-        path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, decode=True
+        path=str(context),
+        dockerfile=dockerfile,
+        tag=tag,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        labels=workdir_label(),
     )
     for chunk in stream:
         if "stream" in chunk:
             log.write(chunk["stream"])
+            if made is not None:
+                made.feed(chunk["stream"])
         if "error" in chunk:
             log.write(chunk["error"] + "\n")
             raise ImageError(f"building {tag} failed: {chunk['error'].strip()}")
@@ -245,7 +322,7 @@ def ensure_image(
 ) -> str:
     """The id of the image `sentinel` (read from `where`) records.
 
-    Without a registry this is the recorded id, as it is (builds and runs check that it is present). With
+    Without a registry this is the recorded id, as it is (`use_image` checks that it is present). With
     one, the registry's tag must still name the recorded digest (else the image is refused), and the image
     is pulled by that digest when this engine lacks it."""
     if registry is None:
@@ -261,19 +338,25 @@ def ensure_image(
     return sentinel.id
 
 
-def pin_images(
-    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
-) -> None:
-    """Point each image's tag at the image its sentinel records, before a build FROM it: another checkout
-    sharing the engine may have moved the tag to an image of its own. With a registry, the image is
-    first checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`)."""
+@dataclass(frozen=True)
+class ImageRef:
+    """An image a job uses: the name its sentinel records and the id it was built as."""
+
+    name: str
+    id: str
+
+
+def use_image(client: docker.DockerClient, path: Path, registry: Registry | None = None) -> ImageRef:
+    """The image the sentinel at `path` records, named as recorded: a name that something else took away
+    (a Harbor build of the task directory, another checkout, `docker rmi` of the tag) or moved to another
+    image points at the recorded image again before anything uses it. With a registry, the image is first
+    checked and, where this engine lacks it, pulled by its recorded digest (`ensure_image`). An image that
+    is gone is an error saying to delete the sentinel (the image is then rebuilt)."""
     import docker
 
-    for path in sentinels:
-        record = read_sentinel(path)
-        wanted = ensure_image(client, record, registry, path)
-        if image_id(client, record.image) == wanted:
-            continue
+    record = read_sentinel(path)
+    wanted = ensure_image(client, record, registry, path)
+    if image_id(client, record.image) != wanted:
         try:
             image = client.images.get(wanted)
         except docker.errors.ImageNotFound:
@@ -283,6 +366,16 @@ def pin_images(
             ) from None
         repository, _, name = record.image.rpartition(":")
         image.tag(repository, name)
+    return ImageRef(record.image, wanted)
+
+
+def pin_images(
+    client: docker.DockerClient, sentinels: Iterable[Path], registry: Registry | None = None
+) -> None:
+    """`use_image` for each sentinel, before a build FROM them: another checkout sharing the engine may
+    have moved a base's tag to an image of its own."""
+    for path in sentinels:
+        use_image(client, path, registry)
 
 
 def _finish(
@@ -293,11 +386,24 @@ def _finish(
     sentinel: Path,
     registry: Registry | None,
     log: Any,
-) -> None:
-    """Push the built image when a registry is configured, then write its sentinel."""
+    replaces: str | None = None,
+    base: str | None = None,
+) -> Sentinel:
+    """Push the built image when a registry is configured, then write its sentinel (`base`: the image it
+    was built FROM, whose size its `layers` leave out)."""
     seconds = time.monotonic() - started
     pushed = push(client, registry, image, found, log) if registry else None
-    write_sentinel(sentinel, image, found, seconds, pushed)
+    size = _size(client, found)
+    below = _size(client, base) if base else None
+    layers = size - below if size is not None and below is not None else None
+    return write_sentinel(
+        sentinel, image, found, seconds, pushed=pushed, size=size, replaces=replaces, layers=layers
+    )
+
+
+def _size(client: docker.DockerClient, image: str) -> int | None:
+    size = client.images.get(image).attrs.get("Size")
+    return None if size is None else int(size)
 
 
 def build_base(
@@ -324,7 +430,15 @@ def build_base(
         else:
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
-            found = stream_build(client, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
+            found = stream_build(
+                client,
+                context,
+                entry.dockerfile(repo_root).name,
+                entry.image,
+                timeout,
+                log,
+                Path(names.BUILD_LEDGER),
+            )
         _finish(client, entry.image, found, started, sentinel, registry, log)
 
 
@@ -334,9 +448,11 @@ def build_task_image(
     sentinel: Path,
     base_sentinel: Path | None = None,
     registry: Registry | None = None,
-) -> None:
+    replaces: str | None = None,
+) -> Sentinel:
     """Build the image of one task from its environment/ directory, FROM the base its sentinel records;
-    with a registry, the base comes from it where this engine lacks it, and the image is pushed."""
+    with a registry, the base comes from it where this engine lacks it, and the image is pushed. The
+    record is written to `sentinel` (`replaces`: the id of the image this build stands in for)."""
     client = connect()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if base_sentinel is not None:
@@ -346,16 +462,18 @@ def build_task_image(
             f"task {task.id}: base image {task.base_image} is not present; build the bases first"
         )
     started = time.monotonic()
+    name = names.built_task_image(task.image)
     with log_path.open("w", encoding="utf-8") as log:
         found = stream_build(
             client,
             task.path / "environment",
             "Dockerfile",
-            task.image,
+            name,
             task.environment.build_timeout_sec,
             log,
+            Path(names.BUILD_LEDGER),
         )
-        _finish(client, task.image, found, started, sentinel, registry, log)
+        return _finish(client, name, found, started, sentinel, registry, log, replaces, task.base_image)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

@@ -11,6 +11,8 @@ import pandas as pd
 from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
+from kotlin_bench.engine.retention import ImageRow, ImageState
+from kotlin_bench.engine.disk import human
 from kotlin_bench.results.compare import Comparison, display_comparisons
 from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
@@ -160,6 +162,7 @@ def report_sections(
     by_repository: pd.DataFrame,
     verdicts: Sequence[str] = (),
     comparisons: Sequence[Comparison] = (),
+    images: Sequence[ImageRow] = (),
 ) -> list[Section]:
     """The parts of summary.md and report.html, headline first."""
     sections = [
@@ -191,7 +194,45 @@ def report_sections(
                 RERUN,
             )
         )
+    if images:
+        sections.append(image_section(images))
     return sections
+
+
+def gib(size: float | None) -> str:
+    return "?" if size is None else f"{size / 2**30:.2f} GiB"
+
+
+def _size_text(size: int | None) -> str:
+    return "?" if size is None else human(size)
+
+
+def image_section(images: Sequence[ImageRow]) -> Section:
+    """The task images: size (layers shared with the base included), build time, and whether the engine
+    still holds each (`images: {keep: bases}` releases them), for planning the disk of a larger run."""
+    sizes = [row.size for row in images if row.size is not None]
+    own = [row.layers for row in images if row.layers is not None]
+    held = [row.layers or 0 for row in images if row.state is ImageState.PRESENT]
+    lines = [
+        f"{plural(len(images), 'task image')}, largest {_size_text(max(sizes, default=None))} with its base; "
+        f"on top of their bases they add {_size_text(sum(own))} in all (largest {_size_text(max(own, default=None))}), "
+        f"{_size_text(sum(held))} of it on the engine now. A run of many tasks needs their bases plus, with "
+        "`images: {keep: bases}`, about one task image's layers per job running at once."
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "task": row.task,
+                "image": row.image,
+                "size": _size_text(row.size),
+                "on its base": _size_text(row.layers),
+                "build": duration(row.seconds),
+                "now": str(row.state) + (" (built again)" if row.rebuilt else ""),
+            }
+            for row in images
+        ]
+    )
+    return Section("Task images", lines, table=table)
 
 
 def reasons_markdown() -> str:

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import RunResult, WorkRecord, WorkStatus
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.engine import connect
-from kotlin_bench.engine.images import image_id
+from kotlin_bench.engine.images import ImageRef, image_id
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.solve import SolveContext, clear
@@ -44,7 +45,7 @@ class RunError(RuntimeError):
 def exclusive(directory: Path) -> Iterator[None]:
     """Hold the directory's lock: a job orphaned by a killed Snakemake finishes before a new try clears it."""
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with (directory.parent / f".{directory.name}.lock").open("w") as lock:
+    with names.dir_lock(directory).open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -53,17 +54,15 @@ def exclusive(directory: Path) -> Iterator[None]:
         yield
 
 
-def _present(task: Task, expected_image_id: str | None) -> tuple[object, str]:
-    """A client of the engine and the id of the task image in it (the image the workflow built, by id:
-    another checkout may have moved the tag)."""
+def _present(image: ImageRef | None) -> tuple[object, str]:
+    """A client of the engine and the id of the task image the job runs (`use_image` found it by its
+    sentinel, by id: another checkout or a Harbor build may have moved the name)."""
+    if image is None:
+        raise RunError("no task image was given for a step that runs in one")
     client = connect()
-    found = expected_image_id or image_id(client, task.image)
-    if found is None or image_id(client, found) is None:
-        raise RunError(
-            f"the image built for {task.image} ({(found or 'no id')[:19]}) is no longer in the engine; "
-            f"delete its sentinel {names.task_sentinel(task.id)} to rebuild it"
-        )
-    return client, found
+    if image_id(client, image.id) is None:
+        raise RunError(f"the image built as {image.name} ({image.id[:19]}) is no longer in the engine")
+    return client, image.id
 
 
 def solve_step(
@@ -71,7 +70,7 @@ def solve_step(
     agent: Agent,
     attempt: int,
     work_dir: Path,
-    expected_image_id: str | None = None,
+    image: ImageRef | None = None,
     limits: handoff.Limits | None = None,
     root: Path | None = None,
 ) -> WorkRecord:
@@ -82,18 +81,19 @@ def solve_step(
         )
     kind = kind_of(agent)
     with exclusive(work_dir):
-        client, image = _present(task, expected_image_id) if kind.needs_image else (None, None)
+        client, found = _present(image) if kind.needs_image else (None, None)
         ctx = SolveContext(
             client,  # type: ignore[arg-type]
             task,
             agent,
             attempt,
             work_dir,
-            image,
+            found,
             limits or handoff.Limits(),
             names.run_key(agent.name, task.id, attempt),
             root or Path.cwd(),
             read_files(kind.inputs(agent, task.path), task.path),
+            image.name if image is not None and kind.needs_image else None,
         )
         return kind.solve(ctx)
 
@@ -109,22 +109,24 @@ def verify_step(
     work_path: Path,
     verify_dir: Path,
     repeat: int = 1,
-    expected_image_id: str | None = None,
+    image: Callable[[], ImageRef] | None = None,
     options: VerifierOptions | None = None,
 ) -> RunResult:
-    """Verify the work record at `work_path`; returns the result written to `verify_dir/result.json`."""
+    """Verify the work record at `work_path`; returns the result written to `verify_dir/result.json`.
+    `image` gets the task image, asked only when the work needs a verdict (a solve step that failed for
+    good is recorded without one, whatever became of the image)."""
     work = WorkRecord.read(work_path)
     with exclusive(verify_dir):
         if work.status is WorkStatus.ERROR:
             return _solve_failed(task, work, work_path, verify_dir, repeat)
-        client, image = _present(task, expected_image_id)
+        client, found = _present(image() if image else None)
         key = names.verify_key(work.agent, task.id, work.attempt, repeat)
         ctx = VerifyContext(
             client,  # type: ignore[arg-type]
             task,
             work_path.parent,
             verify_dir,
-            image,
+            found,
             key,
             options or VerifierOptions(),
             repeat,
@@ -152,7 +154,7 @@ def record_solve_error(
     an error (step `solve`) and `kotlin-bench errors --delete` can make it rerun."""
     clear(work_dir)
     work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
-    work.status, work.image = WorkStatus.ERROR, task.image
+    work.status, work.image, work.code = WorkStatus.ERROR, task.image, running_code()
     work.error = f"{type(error).__name__}: {error}"[:2000]
     work.tries = [line for line in tries if line.strip()]
     work.write(work_dir / names.WORK_FILE)
@@ -181,6 +183,7 @@ def record_invalid_task(
     clear(work_dir)
     work = WorkRecord(task_id, "", agent.name, agent.kind, agent.model, attempt)
     work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.TASK_INVALID, str(error)[:2000]
+    work.code = running_code()
     work.write(work_dir / names.WORK_FILE)
     return work
 
@@ -191,6 +194,6 @@ def record_unverifiable(work_path: Path, verify_dir: Path, repeat: int, error: E
     work = WorkRecord.read(work_path)
     result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
     result = RunResult.for_error(result, error, Reason.TASK_INVALID)
-    result.failed_step, result.repeat = VERIFY, repeat
+    result.failed_step, result.repeat, result.code = VERIFY, repeat, running_code()
     result.write(verify_dir / names.RESULT_FILE)
     return result

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import WorkRecord
 from kotlin_bench.engine import containers
+from kotlin_bench.engine.images import workdir_label
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.tamper import changed_paths, flag_changes, outside_changes
@@ -62,11 +64,13 @@ class SolveContext:
     key: str
     root: Path  # the workflow directory
     read: tuple[str, ...] = (names.INSTRUCTION,)  # materialized task files the agent phase reads
+    image_name: str | None = None  # the task image's name as built (`names.built_task_image`)
 
     def new_record(self) -> WorkRecord:
         task, agent = self.task, self.agent
         record = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt)
-        record.image, record.image_id = task.image, self.image_id
+        record.image, record.image_id = self.image_name or task.image, self.image_id
+        record.code = running_code()
         record.inputs = {
             rel: file_sha256(task.path / rel) for rel in self.read if (task.path / rel).is_file()
         }
@@ -118,7 +122,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
             diff,
             work_dir / names.CAPTURE_LOG,
             ctx.image_id,
-            labels | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
+            labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
         )
         outside = outside_changes(box.changes(), task.repo_dir, harness_paths)
     record.model = outcome.model or record.model

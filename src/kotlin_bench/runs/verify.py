@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kotlin_bench.core import names
+from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.record import PatchKind, RunResult, WorkRecord, digests
 from kotlin_bench.dataset.predictions import patch_candidates
 from kotlin_bench.engine.phase import Limits, PhaseContainer
@@ -83,6 +84,7 @@ def result_of(work: WorkRecord, task: Task) -> RunResult:
     """A run record carrying what the work record says of the agent's work (status error until scored)."""
     result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
     result.image, result.image_id = work.image, work.image_id
+    result.code = running_code()
     result.timings = dict(work.timings)
     result.agent_timed_out = work.agent_timed_out
     result.agent_result = dict(work.agent_result)
@@ -110,6 +112,7 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
     started = time.monotonic()
     result = result_of(work, ctx.task)
     result.repeat, result.work_sha256 = ctx.repeat, ctx.work_sha256
+    result.verify_image_id = ctx.image_id
     if work.outcome:
         result.score(0.0, work.outcome, work.outcome)
         result.error = work.error

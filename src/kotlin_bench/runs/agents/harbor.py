@@ -58,8 +58,15 @@ def _set_in_section(toml: str, section: str, line: str) -> str:
     return toml.replace(header, f"{header}{line}\n", 1)
 
 
-def stage_task(task: Task, dest: Path, isolate_network: bool, capture: handoff.Limits | None = None) -> Path:
-    """Copy the task directory to `dest/<id>` pointing Harbor at the prebuilt task image. With `capture`,
+def stage_task(
+    task: Task,
+    dest: Path,
+    isolate_network: bool,
+    capture: handoff.Limits | None = None,
+    image: str | None = None,
+) -> Path:
+    """Copy the task directory to `dest/<id>` pointing Harbor at the prebuilt task image (`image`: the name
+    the workflow built it as; the published name when not given). With `capture`,
     the staged task also captures the agent's work before Harbor's verifier changes the tree: a
     `[[verifier.collect]]` hook (Harbor runs it in the agent's container after the agent, before /tests
     exists, after an agent timeout too) writes the diff into /logs/artifacts/kotlin-bench/, which Harbor
@@ -72,7 +79,7 @@ def stage_task(task: Task, dest: Path, isolate_network: bool, capture: handoff.L
     if isolate_network:
         toml = re.sub(r'^network_mode = "[^"]*"\n', "", toml, flags=re.MULTILINE)
         toml = re.sub(r"^allowed_hosts = \[[^\]]*\]\n", "", toml, flags=re.MULTILINE | re.DOTALL)
-    toml = _set_in_section(toml, "environment", f'docker_image = "{task.image}"')
+    toml = _set_in_section(toml, "environment", f'docker_image = "{image or task.image}"')
     if capture is not None:
         command = handoff.hook_command(task, capture, ARTIFACTS)
         toml += (
@@ -230,12 +237,13 @@ def run_trial(
     kwargs: dict[str, str] | None = None,
     isolate_network: bool = False,
     capture: handoff.Limits | None = None,
+    image: str | None = None,
 ) -> TrialOutcome:
     """Run one Harbor trial on the prebuilt task image; returns its outcome, Harbor's files kept under
     `work_dir/harbor`."""
     harbor_bin, docker_config = default_paths(root)
     work = work_dir / names.HARBOR_DIR
-    staged = stage_task(task, work / "task", isolate_network, capture)
+    staged = stage_task(task, work / "task", isolate_network, capture, image)
     extra = None
     if isolate_network:
         extra = work / "isolate.compose.yaml"
@@ -299,6 +307,7 @@ class Harbor(AgentKind):
             dict(agent.kwargs),
             agent.isolate_network,
             ctx.limits,
+            ctx.image_name,
         )
         if trial.status is Status.ERROR:
             raise HarborError(f"harbor trial failed: {trial.reason}: {trial.error}")

@@ -277,6 +277,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from kotlin_bench.engine.images import ImageError, order_recipes, parse_manifest
+    from kotlin_bench.engine.retention import ImageState, image_state
 
     config = from_config(args, CONFIG_DEFAULTS)
     dataset = load_dataset(args.spec)
@@ -302,8 +303,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for task in tasks:
         step += 1
         built = Path(names.task_sentinel(task.id, str(results))).is_file()
-        state = "built" if built else "to build"
-        out(f"  {step:3d}. {task.image:50s} {state:9s} FROM {task.base_image}  ({task.id})")
+        state = "to build"
+        if built:  # built, or released by `images: {keep: bases}` (then built again when a job needs it)
+            state = "built" if image_state(task.id, str(results)) is ImageState.PRESENT else "released"
+        image = names.built_task_image(task.image, args.root)
+        out(f"  {step:3d}. {image:50s} {state:9s} FROM {task.base_image}  ({task.id})")
     return 0
 
 
