@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from kotlin_bench.dataset.task import load_task
-from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, default_paths, find_trial_result, stage_task
+from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO, copy_repo, snakemake
 
@@ -61,10 +61,10 @@ def _plain_harbor_run(work: Path, task_id: str, harbor_installed: Path) -> dict[
     (staged / "task.toml").write_text(re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE))
     extra = work / "plain/isolate.compose.yaml"
     extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
-    harbor_bin, docker_config = default_paths(work)
+    harbor_bin = str(harbor_installed / "venv/bin/harbor")  # what setup_harbor.sh installed
     env = dict(os.environ) | {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    if docker_config:
-        env["DOCKER_CONFIG"] = docker_config
+    if (harbor_installed / "docker-config").is_dir():
+        env["DOCKER_CONFIG"] = str(harbor_installed / "docker-config")
     jobs = work / "plain/jobs"
     cmd = [
         harbor_bin,
@@ -85,13 +85,20 @@ def _plain_harbor_run(work: Path, task_id: str, harbor_installed: Path) -> dict[
     return json.loads(find_trial_result(jobs).read_text())
 
 
-def _workflow_images(work: Path) -> dict[str, str]:
-    """Image name -> id, as the workspace's sentinels record them."""
-    records = [json.loads(p.read_text()) for p in (work / "results/images").glob("**/*.json")]
-    return {r["image"]: r["id"] for r in records if "image" in r and "id" in r}
+def _task_images(work: Path) -> dict[str, str]:
+    """Task image name -> id, as the workspace's sentinels record them."""
+    records = [json.loads(p.read_text()) for p in (work / "results/images/task").glob("*.json")]
+    return {r["image"]: r["id"] for r in records}
+
+
+def _base_ids(work: Path) -> set[str]:
+    """The base images' ids the sentinels record (their names are shared by every workspace on the engine
+    and pinned again before each build, so only the images themselves must stay)."""
+    return {json.loads(p.read_text())["id"] for p in (work / "results/images/base").glob("*/*.json")}
 
 
 def _engine_ids(images: dict[str, str]) -> dict[str, str | None]:
+    """Image name (or id) -> the id the engine has under it (None: not there)."""
     from kotlin_bench.engine.engine import connect
     from kotlin_bench.engine.images import image_id
 
@@ -107,10 +114,11 @@ def results(
     Harbor run of a task directory on the same engine."""
     work = finished_examples.clone(tmp_path_factory.mktemp("agents") / "ws").root
     tasks = sorted(p.parent.name for p in (work / "examples/tasks").glob("*/task.toml"))
-    images = _workflow_images(work)
+    images, bases = _task_images(work), _base_ids(work)
     trial = _plain_harbor_run(work, tasks[0], harbor_installed)
     assert trial["verifier_result"]["rewards"]["reward"] == 1.0  # Harbor built the image and ran the oracle
-    assert _engine_ids(images) == images  # every workflow image still has its name, on the recorded image
+    assert _engine_ids(images) == images  # every task image still has its name, on the recorded image
+    assert all(_engine_ids({base: base}).get(base) for base in bases)  # and every base is still there
     gold = [
         {
             "instance_id": t,
