@@ -9,11 +9,15 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 import yaml
 
+from kotlin_bench.dataset.task import load_task
+from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO, copy_repo, snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -47,13 +51,74 @@ def test_the_harbor_tested_is_the_one_setup_installs(harbor_installed: Path) -> 
     assert f"Harbor {pinned[1]}" in (REPO / "README.md").read_text()
 
 
+def _plain_harbor_run(work: Path, task_id: str, harbor_installed: Path) -> dict[str, Any]:
+    """`harbor run -p <task dir> -a oracle` as the published benchmark documents it: Harbor builds the
+    image of the compose file's name (`kotlin-bench/<repo>:pr-<N>`) and deletes it afterwards. The task
+    directory is staged without our image and with the main service on no network (Harbor's allowlist
+    sidecar image is not available offline)."""
+    staged = stage_task(load_task(work / "examples/tasks" / task_id), work / "plain", isolate_network=True)
+    toml = (staged / "task.toml").read_text(encoding="utf-8")
+    (staged / "task.toml").write_text(re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE))
+    extra = work / "plain/isolate.compose.yaml"
+    extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
+    harbor_bin = str(harbor_installed / "venv/bin/harbor")  # what setup_harbor.sh installed
+    env = dict(os.environ) | {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    if (harbor_installed / "docker-config").is_dir():
+        env["DOCKER_CONFIG"] = str(harbor_installed / "docker-config")
+    jobs = work / "plain/jobs"
+    cmd = [
+        harbor_bin,
+        "run",
+        "-p",
+        str(staged),
+        "-a",
+        "oracle",
+        "-o",
+        str(jobs),
+        "--job-name",
+        "job",
+        "-y",
+        "-q",
+    ]
+    done = subprocess.run([*cmd, "--extra-docker-compose", str(extra)], env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(find_trial_result(jobs).read_text())
+
+
+def _task_images(work: Path) -> dict[str, str]:
+    """Task image name -> id, as the workspace's sentinels record them."""
+    records = [json.loads(p.read_text()) for p in (work / "results/images/task").glob("*.json")]
+    return {r["image"]: r["id"] for r in records}
+
+
+def _base_ids(work: Path) -> set[str]:
+    """The base images' ids the sentinels record (their names are shared by every workspace on the engine
+    and pinned again before each build, so only the images themselves must stay)."""
+    return {json.loads(p.read_text())["id"] for p in (work / "results/images/base").glob("*/*.json")}
+
+
+def _engine_ids(images: dict[str, str]) -> dict[str, str | None]:
+    """Image name (or id) -> the id the engine has under it (None: not there)."""
+    from kotlin_bench.engine.engine import connect
+    from kotlin_bench.engine.images import image_id
+
+    client = connect().client
+    return {name: image_id(client, name) for name in images}
+
+
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory, harbor_installed: Path) -> pd.DataFrame:
-    work = copy_repo(tmp_path_factory.mktemp("agents"))
+def results(
+    tmp_path_factory: pytest.TempPathFactory, harbor_installed: Path, finished_examples: Workspace
+) -> pd.DataFrame:
+    """The examples' finished run (oracle, nop) with predictions and Harbor agents added, after a plain
+    Harbor run of a task directory on the same engine."""
+    work = finished_examples.clone(tmp_path_factory.mktemp("agents") / "ws").root
     tasks = sorted(p.parent.name for p in (work / "examples/tasks").glob("*/task.toml"))
-    stamps = [f"examples/tasks/{t}/.materialized.json" for t in tasks]
-    out = snakemake(work, *stamps)
-    assert out.returncode == 0, out.stderr[-3000:]
+    images, bases = _task_images(work), _base_ids(work)
+    trial = _plain_harbor_run(work, tasks[0], harbor_installed)
+    assert trial["verifier_result"]["rewards"]["reward"] == 1.0  # Harbor built the image and ran the oracle
+    assert _engine_ids(images) == images  # every task image still has its name, on the recorded image
+    assert all(_engine_ids({base: base}).get(base) for base in bases)  # and every base is still there
     gold = [
         {
             "instance_id": t,

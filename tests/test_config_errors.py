@@ -27,6 +27,7 @@ FULL = {
     "capture": {"max_file_bytes": 10},
     "resources": {"image": {"threads": 2}, "run": {"threads": 1}},
     "registry": {"url": "127.0.0.1:5000"},
+    "disk": {**CONFIG.get("disk", {}), "results": "512 MiB"},
 }
 
 

@@ -100,7 +100,8 @@ def preview(ws: Workspace, args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def test_the_docs_document_the_invocations_this_test_previews() -> None:
     found = documented_invocations()
-    assert ["--cores", "2"] in found and ["--cores", "2", "results/validation/summary.csv"] in found, found
+    previewed = [_what(args) for args in found]
+    assert [] in previewed and ["results/validation/summary.csv"] in previewed, found
     assert any("--configfile" in args for args in found) and any("healthcheck" in args for args in found)
 
 

@@ -96,7 +96,7 @@ def test_a_run_reaps_only_its_own_directorys_containers(tmp_path: Path) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     started = [
         client.containers.run(
-            "kotlin-bench/examples_calc:pr-4",
+            "kotlin-bench/os:bookworm",  # the OS image every base is built from
             entrypoint=KEEPALIVE,
             detach=True,
             labels={names.LABEL_RUN: f"nop.examples_calc-4.1.{workdir_tag(where)}"},

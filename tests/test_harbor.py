@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.runs.agents.harbor import command, map_trial, redact_secrets, stage_task
@@ -37,6 +38,22 @@ def test_stage_points_harbor_at_the_prebuilt_image(make_task, tmp_path: Path) ->
     )
     assert "network_mode" not in isolated["agent"] and "allowed_hosts" not in isolated["agent"]
     assert "network_mode" not in isolated["environment"]
+
+
+def test_stage_names_the_built_image_in_the_compose_file_too(make_task, tmp_path: Path) -> None:
+    """Harbor merges the task's compose file after its prebuilt one: the image named there is what it runs
+    (or pulls), so it must be the workflow's own name, not the published one it never builds."""
+    task = load_task(make_task())
+    compose = task.path / "environment/docker-compose.yaml"
+    compose.parent.mkdir(exist_ok=True)
+    compose.write_text(f"services:\n  main:\n    image: {task.image}\n")
+    built = "kotlin-bench/acme_widgets:pr-7.ws-0123abcd"
+    staged = stage_task(task, tmp_path / "stage", isolate_network=True, image=built)
+    assert tomllib.loads((staged / "task.toml").read_text())["environment"]["docker_image"] == built
+    assert yaml.safe_load((staged / "environment/docker-compose.yaml").read_text()) == {
+        "services": {"main": {"image": built}}
+    }
+    assert compose.read_text() == f"services:\n  main:\n    image: {task.image}\n"  # the task's own stays
 
 
 def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:

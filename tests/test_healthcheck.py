@@ -4,6 +4,7 @@ phase under three policies (an allowlist naming a local server, an empty allowli
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,8 +111,9 @@ def server(workspace: Workspace) -> Iterator[str]:
     from kotlin_bench.engine.engine import connect
 
     client = connect().client
+    sentinel = json.loads((workspace.root / names.task_sentinel("examples_calc-4")).read_text())
     container = client.containers.run(
-        "kotlin-bench/examples_calc:pr-4",
+        sentinel["id"],
         ["python3", "-m", "http.server", "443"],
         detach=True,
         labels={"kotlin-bench.test": f"sanity-{uuid.uuid4().hex[:8]}"},

@@ -331,7 +331,7 @@ def test_the_dag_and_the_command_write_the_same_files(
     plan = ReproducePlan.from_config({"reference": {"claude": TOP}}, ["claude", "other"], REPO)
     run_script(
         "aggregate.py",
-        input=SimpleNamespace(summary=str(summary), references=plan.reference_files()),
+        input=SimpleNamespace(summary=str(summary), references=plan.reference_files(), images=[]),
         output=outputs,
         params=SimpleNamespace(reproduce=plan.to_params()),
         log=[str(dag / "aggregate.log")],

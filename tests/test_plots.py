@@ -114,7 +114,7 @@ def test_plots_script(tmp_path: Path) -> None:
     params = type("Params", (), {"reproduce": reproduce})()
     run_script(
         "aggregate.py",
-        input=Files(summary=str(out / "summary.csv")),
+        input=Files(summary=str(out / "summary.csv"), images=[]),
         output=aggregate,
         params=params,
         log=log,

@@ -55,7 +55,7 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
     outputs = aggregate_outputs(out, ["oracle"])
     run_script(
         "aggregate.py",
-        input=Files(summary=str(out / "summary.csv"), references=[]),
+        input=Files(summary=str(out / "summary.csv"), references=[], images=[]),
         output=outputs,
         params=SimpleNamespace(reproduce=reproduce),
         log=[str(out / "logs/aggregate.log")],

@@ -19,19 +19,28 @@ from tests.test_workflow_e2e import REPORT_JOBS, planned_jobs
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 TASK = "examples_calc-4"
+BASE_SENTINEL = "results/images/base/examples_calc/base.json"
 
 
-def _break_the_image(sentinel: Path) -> tuple[bytes, os.stat_result]:
-    """The task image recorded by its sentinel is no longer the one in the engine (mtime kept)."""
-    original, stat = sentinel.read_bytes(), sentinel.stat()
-    sentinel.write_text(json.dumps({**json.loads(original), "id": "sha256:" + "0" * 64}))
-    os.utime(sentinel, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    return original, stat
+Saved = list[tuple[Path, bytes, os.stat_result]]
 
 
-def _repair(sentinel: Path, original: bytes, stat: os.stat_result) -> None:
-    sentinel.write_bytes(original)
-    os.utime(sentinel, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+def _break_the_image(work: Path) -> Saved:
+    """The task image and the base it would be built again from are no longer the ones in the engine
+    (their records point to an id the engine lacks, mtimes kept): a step that needs the image fails."""
+    saved = []
+    for record in (work / f"results/images/task/{TASK}.json", work / BASE_SENTINEL):
+        original, stat = record.read_bytes(), record.stat()
+        record.write_text(json.dumps({**json.loads(original), "id": "sha256:" + "0" * 64}))
+        os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        saved.append((record, original, stat))
+    return saved
+
+
+def _repair(saved: Saved) -> None:
+    for record, original, stat in saved:
+        record.write_bytes(original)
+        os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 def _delete_errors(work: Path) -> str:
@@ -48,26 +57,25 @@ def test_a_failed_step_is_an_error_and_only_that_step_is_redone(
     args = ("--configfile", "one.yaml")
     out = snakemake(work, *args)  # the summary of the one task (its runs are done)
     assert out.returncode == 0, out.stderr[-3000:]
-    sentinel = work / f"results/images/task/{TASK}.json"
     run = work / f"results/runs/oracle/{TASK}/attempt-1"
     result, work_json = run / "result.json", run / "work/work.json"
     kept = {p: p.stat().st_mtime_ns for p in (run / "work").iterdir()}
 
     # A verification that fails on every try: an error of step verify; the agent's work is untouched.
-    original, stat = _break_the_image(sentinel)
+    saved = _break_the_image(work)
     result.unlink()
     out = snakemake(work, *args)
     assert out.returncode == 0, out.stderr[-3000:]
     recorded = json.loads(result.read_text())
     assert [t.split(":", 1)[0] for t in recorded["tries"]] == ["try 1 of 2 failed", "try 2 of 2 failed"]
     assert (recorded["status"], recorded["reward"], recorded["failed_step"]) == ("error", None, "verify")
-    assert "(sha256:000000000000) is no longer in the engine" in recorded["error"]
+    assert "sha256:000000000000" in recorded["error"] and "is no longer in the engine" in recorded["error"]
     summary = pd.read_csv(work / "results/summary.csv").set_index("agent")
     assert summary.loc["oracle", "status"] == "error" and summary.loc["oracle", "reason"] == "infrastructure"
     assert summary.loc["oracle", "failed_step"] == "verify"
     assert summary.loc["nop", "status"] == "unresolved"
     assert "1 run errored" in (work / "results/summary.md").read_text()
-    _repair(sentinel, original, stat)
+    _repair(saved)
     assert "step verify failed" in _delete_errors(work)
     assert work_json.is_file()
     assert planned_jobs(work, *args) == REPORT_JOBS | {"verify": 1}
@@ -79,7 +87,7 @@ def test_a_failed_step_is_an_error_and_only_that_step_is_redone(
 
     # A solve step that fails on every try: its verify step records an error of step solve, without a
     # container; `errors --delete` then redoes both.
-    original, stat = _break_the_image(sentinel)
+    saved = _break_the_image(work)
     work_json.unlink()
     result.unlink()
     out = snakemake(work, *args)
@@ -87,7 +95,7 @@ def test_a_failed_step_is_an_error_and_only_that_step_is_redone(
     recorded = json.loads(result.read_text())
     assert (recorded["status"], recorded["failed_step"]) == ("error", "solve")
     assert json.loads(work_json.read_text())["status"] == "error"
-    _repair(sentinel, original, stat)
+    _repair(saved)
     assert "step solve failed" in _delete_errors(work)
     assert not work_json.exists() and not result.exists()
     assert planned_jobs(work, *args) == REPORT_JOBS | {"solve": 1, "verify": 1}

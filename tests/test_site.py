@@ -66,7 +66,7 @@ def test_a_rebuild_writes_only_what_changed(site: Path) -> None:
     build(site)
     _, report = build(site)
     assert report.written == []
-    result = site / names.run_result("agent", "slug-1", 1)
+    result = site / names.verify_result("agent", "slug-1", 1)
     result.write_text(result.read_text().replace('"verifier_timeout"', '"agent_timeout"', 1))
     os.utime(result, ns=(result.stat().st_atime_ns, result.stat().st_mtime_ns + 10**9))
     _, report = build(site)

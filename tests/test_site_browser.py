@@ -95,7 +95,7 @@ def test_one_click_from_the_index_to_a_nop_run_and_an_oracle_run(
     index = root / names.SITE_INDEX
     task = "examples_calc-4"
     click_cell(browser, index, "nop", task)
-    result = json.loads((root / names.run_result("nop", task, 1)).read_text())
+    result = json.loads((root / names.verify_result("nop", task, 1)).read_text())
     missing = result["verifier"]["categories"]["f2p"]["missing"]
     tests = browser.find_element(By.ID, "tests").text
     assert missing and all(name in tests for name in missing)

@@ -45,6 +45,9 @@ def accounting(job_ids: list[str], seconds: float = 60) -> dict[str, list[str]]:
         time.sleep(2)
 
 
+STEPS = ("solve", "verify")  # a run's two steps, each a job
+
+
 def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     tmp_path, finished_examples: Workspace
 ) -> None:
@@ -63,9 +66,10 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
     assert on_slurm.returncode == 0, output[-5000:]
 
     submitted = SUBMITTED_RE.findall(output)
-    runs = [job for job, rule in submitted if rule == "run"]
-    assert {rule for _, rule in submitted} == {"run"}, submitted  # the images were there already
-    assert len(runs) == len(local_verdicts) == 2 * len(tasks)  # oracle and nop
+    runs = [job for job, rule in submitted if rule in STEPS]
+    assert {rule for _, rule in submitted} == set(STEPS), submitted  # the images were there already
+    assert len(local_verdicts) == 2 * len(tasks)  # oracle and nop
+    assert len(runs) == len(STEPS) * len(local_verdicts)  # each run: a solve job and a verify job
     records = accounting(runs)
     comments = set()
     for job in runs:
@@ -75,7 +79,9 @@ def test_every_run_is_a_slurm_job_and_the_summary_matches_a_local_run(
         assert (req_mem, cpus) == ("2560M", "1"), records[job]
         comments.add(comment)
     expected = {
-        f"rule_run_wildcards_{row.agent}_{row.task}_{row.attempt}" for row in local_verdicts.itertuples()
+        f"rule_{step}_wildcards_{row.agent}_{row.task}_{row.attempt}"
+        for row in local_verdicts.itertuples()
+        for step in STEPS
     }
     assert comments == expected
 

@@ -128,7 +128,7 @@ class Coin(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def coin() -> Iterator[str]:
     """A coin on the engine's bridge gateway (the verifier phase of the examples is public): its URL."""
-    gateway = connect().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    gateway = connect().client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
     server = http.server.ThreadingHTTPServer((gateway, 0), Coin)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

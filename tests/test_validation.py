@@ -244,6 +244,26 @@ def test_comparison_with_the_expected_lists(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"f2p_tests": 3}')
     assert derive(TASK, dirs, broken)[0].expected == "unreadable"
+    lenient = {key: value for key, value in derived.items() if key != "s2p_tests"}
+    (tmp_path / "lenient.json").write_text(
+        json.dumps(lenient)
+    )  # a list left out is empty, as the verifier reads it
+    assert derive(TASK, dirs, tmp_path / "lenient.json")[0].expected == (
+        "differs" if derived["s2p_tests"] else "equal"
+    )
+
+
+def test_a_placeholder_for_lists_not_materialized_is_missing_not_compared(tmp_path: Path) -> None:
+    """An added task whose expected lists could not be materialized: its tests/expected_tests.json is a
+    placeholder beside tests/.expected_tests_missing, and validation derives the lists without comparing."""
+    dirs = three(tmp_path / "phases", repeats=(FIXED,))
+    task_dir = tmp_path / "task"
+    (task_dir / "tests").mkdir(parents=True)
+    (task_dir / names.MISSING_EXPECTED_MARKER).write_text("not materialized\n")
+    expected = task_dir / names.EXPECTED_TESTS
+    expected.write_text(json.dumps({"missing": "no expected test lists could be materialized"}))
+    verdict, derived = derive(TASK, dirs, expected)
+    assert derived is not None and verdict.expected == "missing" and verdict.differences == {}
 
 
 def test_records_round_trip_and_name_their_file(tmp_path: Path) -> None:

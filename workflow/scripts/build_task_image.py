@@ -3,12 +3,14 @@
 from pathlib import Path
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.smk import configured_engine, configured_registry, logged
+from kotlin_bench.dag.smk import check_disk, configured_engine, configured_registry, logged
 from kotlin_bench.dataset.task import load_task
+from kotlin_bench.engine.disk import Job
 from kotlin_bench.engine.images import build_task_image
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    check_disk(sm, Job.TASK_IMAGE)
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
     base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag.plan)
     registry = configured_registry(sm.config)

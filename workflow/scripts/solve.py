@@ -3,13 +3,15 @@
 An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded as a
 work record with status error, which the run's verify step turns into an error result of step `solve`.
 SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the phase container's
-exit removes the run's containers, and no record is written.
+exit removes the run's containers, and no record is written. Too little free disk space (see
+kotlin_bench.engine.disk) refuses the job before anything starts, on every try, and is never recorded.
 """
 
 from pathlib import Path
 
 from kotlin_bench.dag.smk import (
     Tries,
+    check_disk,
     configured_engine,
     logged,
     stop_on_sigterm,
@@ -17,6 +19,7 @@ from kotlin_bench.dag.smk import (
     workflow_root,
 )
 from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.engine.disk import Job
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.handoff import Limits
@@ -25,6 +28,7 @@ stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
     agent = Agent(**sm.params.agent)
+    check_disk(sm, Job.RUN, uses_engine=kind_of(agent).needs_image)
     attempt = int(sm.wildcards.attempt)
     work_dir = Path(sm.output[0]).parent
     try:

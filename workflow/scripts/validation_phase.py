@@ -2,17 +2,21 @@
 
 An infrastructure error fails the job so that Snakemake retries it; on the last try it is recorded in the
 phase's record instead, so that the task's verdict names it and the summary of the other tasks is made.
+Too little free disk space (see kotlin_bench.engine.disk) refuses the job before anything starts, on
+every try, and is never recorded.
 """
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image
+from kotlin_bench.dag.smk import Tries, check_disk, configured_engine, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.engine.disk import Job
 from kotlin_bench.validation import phase as validation_phase
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    check_disk(sm, Job.RUN)
     label, task_id = sm.wildcards.phase, sm.wildcards.task
     out_dir = Path(sm.output[0]).parent
     tries = Tries.of_job(sm)

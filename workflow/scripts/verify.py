@@ -2,19 +2,24 @@
 container, written to result.json (repeat 1 in the run directory, repeat r in `repeats/<r>/`).
 
 An infrastructure error fails the job so that Snakemake retries it (after the engine answers again); on
-the last try it is recorded as an error result of step `verify`. The work record is never touched.
+the last try it is recorded as an error result of step `verify`. The work record is never touched. Too
+little free disk space (see kotlin_bench.engine.disk) refuses the job before anything starts, on every
+try, and is never recorded.
 """
 
+from functools import partial
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, configured_engine, logged, stop_on_sigterm, task_image
+from kotlin_bench.dag.smk import Tries, check_disk, configured_engine, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
+from kotlin_bench.engine.disk import Job
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.verify import VerifierOptions
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    check_disk(sm, Job.RUN)
     repeat = int(sm.wildcards.get("repeat", 1))
     verify_dir = Path(sm.output[0]).parent
     work_path = Path(sm.input.work)
@@ -26,8 +31,8 @@ with logged(sm.log[0]):
     else:
         tries = Tries.of_job(sm)
         try:
-            image = task_image(sm.config, task)
             options = VerifierOptions.from_config(sm.params.verifier)
+            image = partial(task_image, sm.config, task)
             engine = configured_engine(sm.config)
             result = runner.verify_step(task, work_path, verify_dir, repeat, image, options, engine)
         except Exception as exc:

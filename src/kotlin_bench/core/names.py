@@ -38,7 +38,20 @@ def built_task_image(published: str, workdir: Path | None = None) -> str:
     workflow directory's tag. A Harbor run of a task directory builds (and by default then deletes) the
     published name, and two checkouts sharing an engine each have their own, so no one else's build
     takes this name."""
-    return f"{published}.ws-{workdir_tag(workdir)}"
+    return f"{published}{built_task_suffix(workdir)}"
+
+
+def built_task_suffix(workdir: Path | None = None) -> str:
+    """How the names of the task images a workflow directory builds end: `.ws-<workdir tag>`."""
+    return f".ws-{workdir_tag(workdir)}"
+
+
+def is_built_task_image(name: str, workdir: Path | None = None) -> bool:
+    """Whether `name` is a task image name the workflow directory `workdir` builds (`built_task_image`)."""
+    if not is_ours(name) or not name.endswith(built_task_suffix(workdir)):
+        return False
+    _repo, tag = image_parts(name)
+    return re.fullmatch(r"pr-\d+" + re.escape(built_task_suffix(workdir)), tag) is not None
 
 
 def image_parts(name: str) -> tuple[str, str]:
@@ -91,12 +104,32 @@ def site_pair_page(agent_a: str, agent_b: str, site: str = SITE) -> str:
     return f"{site}/compare/{agent_a}--{agent_b}.html"
 
 
+def base_sentinels(results: str = RESULTS) -> str:
+    """The directory of the base image sentinels (`<repo_key>/<tag>.json` under it)."""
+    return f"{results}/images/base"
+
+
+def task_sentinels(results: str = RESULTS) -> str:
+    """The directory of the task image sentinels (`<task_id>.json` under it)."""
+    return f"{results}/images/task"
+
+
+IMAGES = f"{RESULTS}/images"
+BASE_SENTINEL_GLOB = "base/*/*.json"  # under IMAGES
+TASK_SENTINEL_GLOB = "task/*.json"  # under IMAGES
+REBUILT_GLOB = "rebuilt/*.json"  # under IMAGES: task images built again after a release
+# Every layer the workflow's builds commit (not those taken from the cache), one line each:
+# `<workflow directory>\t<short image id>\t<image name>`; `kotlin-bench clean` finds the build cache a
+# workspace made by it (a layer's own labels are inherited from the image it was built FROM).
+BUILD_LEDGER = f"{IMAGES}/layers.tsv"
+
+
 def base_sentinel(repo_key: str, tag: str, results: str = RESULTS) -> str:
-    return f"{results}/images/base/{repo_key}/{tag}.json"
+    return f"{base_sentinels(results)}/{repo_key}/{tag}.json"
 
 
 def task_sentinel(task_id: str, results: str = RESULTS) -> str:
-    return f"{results}/images/task/{task_id}.json"
+    return f"{task_sentinels(results)}/{task_id}.json"
 
 
 def task_image_release(task_id: str, purpose: str, results: str = RESULTS) -> str:
@@ -307,6 +340,10 @@ LABEL_PHASE = "kotlin-bench.phase"
 LABEL_WORKDIR = "kotlin-bench.workdir"
 LABEL_ROLE = "kotlin-bench.role"
 LABEL_NPROC = "kotlin-bench.nproc"  # RLIMIT_NPROC of every command, where the engine has no pids limit
+# Docker Compose's labels on what it starts (Harbor's trials run under `docker compose`): the project, and
+# the project directory (Harbor's is the staged task's environment/ folder, in the run's work directory).
+LABEL_COMPOSE_PROJECT = "com.docker.compose.project"
+LABEL_COMPOSE_WORKING_DIR = "com.docker.compose.project.working_dir"
 
 # --------------------------------------------------------------------------- files of the package
 
@@ -334,6 +371,18 @@ def verify_key(agent: str, task_id: str, attempt: int | str, repeat: int | str =
     """The key of one verification's container (each repeat, and a regrade's, has its own: they may run
     at once)."""
     return run_key(agent, task_id, f"{attempt}v{repeat}")
+
+
+def dir_lock(directory: Path) -> Path:
+    """The lock a job holds while it works on `directory` (`kotlin_bench.runs.runner.exclusive`):
+    `.<name>.lock` beside it."""
+    return directory.parent / f".{directory.name}.lock"
+
+
+# Snakemake's own lock of a workflow directory (`snakemake --unlock` clears one left by a killed Snakemake),
+# and the folder of the scripts its jobs run (a running job's command line names one).
+SNAKEMAKE_LOCKS = ".snakemake/locks"
+SNAKEMAKE_SCRIPTS = ".snakemake/scripts"
 
 
 def validation_key(task_id: str, label: str) -> str:

@@ -13,6 +13,7 @@ from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code, running_package
 from kotlin_bench.dataset.task import Task
+from kotlin_bench.engine.disk import CONFIG_KEY, DiskNeeds, DiskSpaceError, Job, check_job
 from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
@@ -85,6 +86,30 @@ def task_image(config: dict[str, Any], task: Task) -> ImageRef:
     return ensure_task_image(engine, task, configured_registry(config), log)
 
 
+def configured_disk(config: dict[str, Any]) -> DiskNeeds:
+    """The config's `disk:` (defaults for keys not set). Scripts read it from the config, not from a rule
+    parameter: how much free space a job asks for changes no result, so changing it must rerun nothing."""
+    return DiskNeeds.from_config(config.get(CONFIG_KEY))
+
+
+def job_label(script: Any) -> str:
+    """A rule script's job as its messages name it: `rule solve (agent=nop, task=..., attempt=1)`."""
+    wildcards = ", ".join(f"{key}={value}" for key, value in script.wildcards.items())
+    return f"rule {script.rule}" + (f" ({wildcards})" if wildcards else "")
+
+
+def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
+    """Before a job starts anything: refuse it (`DiskSpaceError`) when the engine's data root or the
+    filesystem of a directory it writes (its outputs and its log) has less free space than `disk:` asks
+    for. A refusal is never recorded (see `Tries.failed`): the job fails, and once space is freed the next
+    invocation runs it. `uses_engine`: the job builds an image or starts a container."""
+    writes = [Path(path).parent for path in (*script.output, *script.log)]
+    config = script.config
+    check_job(
+        job_label(script), job, configured_disk(config), writes, uses_engine, engine=configured_engine(config)
+    )
+
+
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts
 
 
@@ -108,7 +133,11 @@ class Tries:
 
     def failed(self, exc: BaseException, retryable: bool = True) -> bool:
         """Record this try's failure; True when it is the last (the caller records an error), False when
-        the job is to raise and be retried (after the engine answers again, if it went away)."""
+        the job is to raise and be retried (after the engine answers again, if it went away). A refusal
+        for want of disk space is neither recorded nor an error record on any try: the job raises, and
+        runs once space is freed."""
+        if isinstance(exc, DiskSpaceError):
+            return False
         line = f"try {self.number} of {self.retries + 1} failed: {type(exc).__name__}: {exc}"
         print(line)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,9 +140,10 @@ class Sentinel:
     """An image the workflow built: its name, id, when and how long, its size, and where it was pushed.
 
     `size` is the image's size in bytes as the engine reports it (its layers, shared ones included; None in
-    sentinels written before 0.3). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is
-    configured (the image's manifest digest in the registry), else None. `replaces` is the id of the image
-    a rebuild replaced (kotlin_bench.engine.retention). Read and written only here (JSON).
+    sentinels written before 0.3), `layers` the bytes it adds to the image it was built FROM (a task image
+    on its base). `pushed` is `<registry>/<repository>@sha256:...` when `registry:` is configured (the
+    image's manifest digest in the registry), else None. `replaces` is the id of the image a rebuild
+    replaced (kotlin_bench.engine.retention). Read and written only here (JSON; unset fields left out).
     """
 
     image: str
@@ -152,34 +153,17 @@ class Sentinel:
     pushed: str | None = None
     size: int | None = None
     replaces: str | None = None
+    layers: int | None = None
 
     def write(self, path: Path) -> None:
-        record: dict[str, Any] = {
-            "image": self.image,
-            "id": self.id,
-            "built_at": self.built_at,
-            "seconds": self.seconds,
-        }
-        if self.size is not None:
-            record["size"] = self.size
-        if self.pushed:
-            record["pushed"] = self.pushed
-        if self.replaces:
-            record["replaces"] = self.replaces
+        record = {key: value for key, value in asdict(self).items() if value is not None}
         write_atomic(path, json.dumps(record, indent=2) + "\n")
 
 
-def write_sentinel(
-    path: Path,
-    image: str,
-    image_id: str,
-    seconds: float,
-    pushed: str | None = None,
-    size: int | None = None,
-    replaces: str | None = None,
-) -> Sentinel:
+def write_sentinel(path: Path, image: str, image_id: str, seconds: float, **recorded: Any) -> Sentinel:
+    """Record a built image at `path` (`recorded`: the optional fields of `Sentinel`)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    sentinel = Sentinel(image, image_id, now, round(seconds, 1), pushed, size, replaces)
+    sentinel = Sentinel(image, image_id, now, round(seconds, 1), **recorded)
     sentinel.write(path)
     return sentinel
 
@@ -187,16 +171,11 @@ def write_sentinel(
 def read_sentinel(path: Path) -> Sentinel:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        size = data.get("size")
-        return Sentinel(
-            str(data["image"]),
-            str(data["id"]),
-            str(data.get("built_at", "")),
-            float(data.get("seconds", 0.0)),
-            data.get("pushed"),
-            None if size is None else int(size),
-            data.get("replaces"),
-        )
+        known = {field.name for field in fields(Sentinel)}
+        sentinel = Sentinel(**{key: value for key, value in data.items() if key in known})
+        if not isinstance(sentinel.image, str) or not isinstance(sentinel.id, str):
+            raise TypeError("image and id must be strings")
+        return sentinel
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ImageError(
             f"image sentinel {path} is unreadable ({exc}); delete it to rebuild the image"
@@ -231,10 +210,70 @@ def workdir_label() -> dict[str, str]:
     return {names.LABEL_WORKDIR: str(Path.cwd().resolve())}
 
 
-def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeout: float, log: Any) -> str:
-    """Build and stream the log; stop with an error past `timeout` seconds."""
+_STEP_RE = re.compile(r"^Step \d+/\d+ : (\S+)")
+_LAYER_RE = re.compile(r"^ ---> ([0-9a-f]{12})$")
+_CACHED = " ---> Using cache"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class BuildLedger:
+    """Appends each layer a build commits to the build ledger (`names.BUILD_LEDGER`) as the build goes,
+    so that a build that fails or is killed has recorded what it made: its steps' layers, not those taken
+    from the cache nor the images it builds FROM. Fed the build's output as it streams."""
+
+    path: Path
+    image: str
+    _pending: str = ""
+    _skip: bool = False
+
+    def feed(self, text: str) -> None:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._line(_ANSI_RE.sub("", line).rstrip("\r"))
+
+    def _line(self, line: str) -> None:
+        step = _STEP_RE.match(line)
+        if step:
+            self._skip = step[1].upper() == "FROM"
+        elif line == _CACHED:
+            self._skip = True
+        elif (layer := _LAYER_RE.match(line)) and not self._skip:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as ledger:  # one short append: whole lines
+                ledger.write(f"{workdir_label()[names.LABEL_WORKDIR]}\t{layer[1]}\t{self.image}\n")
+
+
+def read_ledger(path: Path, workdir: Path) -> dict[str, str]:
+    """The layers the builds of `workdir` recorded in the ledger at `path`: short id -> the image being
+    built (lines that a copy of another workspace's results brought along name that workspace, and are
+    left out)."""
+    if not path.is_file():
+        return {}
+    ours = str(workdir.resolve())
+    found = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] == ours:
+            found[fields[1]] = fields[2]
+    return found
+
+
+def stream_build(
+    engine: Engine,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    timeout: float,
+    log: Any,
+    ledger: Path | None = None,
+) -> str:
+    """Build and stream the log; stop with an error past `timeout` seconds. With `ledger`, the layers the
+    build commits are recorded there (`BuildLedger`)."""
     client = engine.client
     deadline = time.monotonic() + timeout
+    made = BuildLedger(ledger, tag) if ledger is not None else None
     stream: Iterator[dict[str, Any]] = client.api.build(
         path=str(context),
         dockerfile=dockerfile,
@@ -247,6 +286,8 @@ def stream_build(engine: Engine, context: Path, dockerfile: str, tag: str, timeo
     for chunk in stream:
         if "stream" in chunk:
             log.write(chunk["stream"])
+            if made is not None:
+                made.feed(chunk["stream"])
         if "error" in chunk:
             log.write(chunk["error"] + "\n")
             raise ImageError(f"building {tag} failed: {chunk['error'].strip()}")
@@ -379,14 +420,23 @@ def _finish(
     registry: Registry | None,
     log: Any,
     replaces: str | None = None,
+    base: str | None = None,
 ) -> Sentinel:
-    """Push the built image when a registry is configured, then write its sentinel."""
+    """Push the built image when a registry is configured, then write its sentinel (`base`: the image it
+    was built FROM, whose size its `layers` leave out)."""
     seconds = time.monotonic() - started
     pushed = push(engine, registry, image, found, log) if registry else None
-    size = engine.client.images.get(found).attrs.get("Size")
+    size = _size(engine.client, found)
+    below = _size(engine.client, base) if base else None
+    layers = size - below if size is not None and below is not None else None
     return write_sentinel(
-        sentinel, image, found, seconds, pushed, None if size is None else int(size), replaces
+        sentinel, image, found, seconds, pushed=pushed, size=size, replaces=replaces, layers=layers
     )
+
+
+def _size(client: docker.DockerClient, image: str) -> int | None:
+    size = client.images.get(image).attrs.get("Size")
+    return None if size is None else int(size)
 
 
 def build_base(
@@ -414,7 +464,15 @@ def build_base(
         else:
             context = entry.context(repo_root)
             fetch_npm_packs(context, log)
-            found = stream_build(engine, context, entry.dockerfile(repo_root).name, entry.image, timeout, log)
+            found = stream_build(
+                engine,
+                context,
+                entry.dockerfile(repo_root).name,
+                entry.image,
+                timeout,
+                log,
+                Path(names.BUILD_LEDGER),
+            )
         _finish(engine, entry.image, found, started, sentinel, registry, log)
 
 
@@ -448,8 +506,9 @@ def build_task_image(
             name,
             task.environment.build_timeout_sec,
             log,
+            Path(names.BUILD_LEDGER),
         )
-        return _finish(engine, name, found, started, sentinel, registry, log, replaces)
+        return _finish(engine, name, found, started, sentinel, registry, log, replaces, task.base_image)
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:

@@ -36,7 +36,8 @@ address is pinned in /etc/hosts instead, and leaving takes that line out again; 
 Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
 proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
 like the task container, so `kotlin_bench.engine.containers.reap` removes one left by a killed run; `reap_networks`
-removes the run's proxies and its network.
+removes the run's proxies and its network. The proxy and the network also carry `kotlin-bench.workdir=<workflow
+directory>` and `kotlin-bench.role`, so `kotlin-bench clean` tells a workspace's leftovers apart exactly.
 
 Limitation: on Docker an internal network still routes to the host's own addresses (the bridge's gateway
 address and the host's other addresses), so a service listening on the host itself stays reachable from an
@@ -63,7 +64,7 @@ from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
 from kotlin_bench.engine import jvmproxy, podman
-from kotlin_bench.engine.images import ImageError, image_id, stream_build
+from kotlin_bench.engine.images import ImageError, image_id, stream_build, workdir_label
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -412,7 +413,7 @@ def _enter_allowlist(
     client = engine.client
     image = ensure_proxy_image(engine)
     container = phase.container
-    labels = {names.LABEL_RUN: run_key}
+    labels = {names.LABEL_RUN: run_key, **workdir_label()}
     reap_networks(engine, run_key)
     phase.network = internal_network(
         engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kotlin_bench.core import names
 from kotlin_bench.engine import containers, network
 from kotlin_bench.engine.engine import EngineSettings
+from kotlin_bench.engine.images import workdir_label
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -72,7 +72,7 @@ class PhaseContainer:
         self.client = engine.client
         self.image = image
         self.key = key
-        self.labels = {**labels, names.LABEL_WORKDIR: str(Path.cwd())}
+        self.labels = {**labels, **workdir_label()}
         self.limits = limits
         self.hostname = hostname
         self.started = 0.0

@@ -12,6 +12,10 @@ id). Either way results/images/rebuilt/<task>.json records it, with the id it re
 previous id keep their verdicts and records (each result names the image id its step ran on); only the
 jobs that run from then on use the new one. One job per task does this at a time (a lock on the task's
 sentinel); the others wait for it and use what it made.
+
+`kotlin-bench clean --all-images` releases task images the same way, outside the workflow: it writes its
+records under results/images/released/clean/ (`CLEAN`), which no rule makes or reads, so that clean
+changes no job's inputs and reruns nothing (`record_release`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ class Purpose(StrEnum):
     HEALTHCHECK = "healthcheck"  # the health check's oracle and nop runs and its network probe
     VALIDATION = "validation"  # the three-phase validation's phases
     REGRADE = "regrade"  # a regrade's verifications
+
+
+# Who released an image besides the purposes' rules: `kotlin-bench clean --all-images` (no job waits for it).
+CLEAN = "clean"
+RELEASERS: tuple[str, ...] = (*Purpose, CLEAN)
 
 
 class Outcome(StrEnum):
@@ -110,7 +119,7 @@ def image_state(task_id: str, results: str = names.RESULTS) -> ImageState:
     freed it is later than the record that made it (the sentinel, or a rebuild)."""
     path, record = current(task_id, results)
     made = path.stat().st_mtime_ns
-    for purpose in Purpose:
+    for purpose in RELEASERS:
         release = Path(names.task_image_release(task_id, purpose, results))
         if not release.is_file() or release.stat().st_mtime_ns < made:
             continue
@@ -121,9 +130,9 @@ def image_state(task_id: str, results: str = names.RESULTS) -> ImageState:
 
 
 @contextlib.contextmanager
-def _locked(task_id: str) -> Iterator[None]:
+def _locked(task_id: str, results: str = names.RESULTS) -> Iterator[None]:
     """One job per task releases or brings back its image at a time (a lock on the task's sentinel)."""
-    with open(names.task_sentinel(task_id), "rb") as sentinel:
+    with open(names.task_sentinel(task_id, results), "rb") as sentinel:
         fcntl.flock(sentinel, fcntl.LOCK_EX)
         yield
 
@@ -133,27 +142,50 @@ def release(engine: Engine, task_id: str, purpose: Purpose) -> Release:
     with _locked(task_id):
         _, record = current(task_id)
         outcome, detail = _remove(engine, record)
-        now = datetime.now(UTC).isoformat()
-        done = Release(record.image, record.id, now, outcome, detail, record.size)
-        done.write(Path(names.task_image_release(task_id, purpose)))
-        return done
+        return _write_release(record, task_id, purpose, outcome, detail, names.RESULTS)
+
+
+def record_release(
+    task_id: str, releaser: str, outcome: Outcome, detail: str = "", results: str = names.RESULTS
+) -> Release:
+    """Record that the task's current image went by other means (`kotlin-bench clean --all-images`
+    removes it itself, leaving its parents alone): `releaser` is one of `RELEASERS`."""
+    with _locked(task_id, results):
+        _, record = current(task_id, results)
+        return _write_release(record, task_id, releaser, outcome, detail, results)
+
+
+def _write_release(
+    record: Sentinel, task_id: str, releaser: str, outcome: Outcome, detail: str, results: str
+) -> Release:
+    now = datetime.now(UTC).isoformat()
+    done = Release(record.image, record.id, now, outcome, detail, record.size)
+    done.write(Path(names.task_image_release(task_id, releaser, results)))
+    return done
 
 
 def _remove(engine: Engine, record: Sentinel) -> tuple[Outcome, str]:
+    """Remove the image, never its parents: the engine would otherwise also delete an untagged base it was
+    built FROM (one whose tag another workspace's build moved), which this workspace's records still name
+    and the next rebuild needs."""
     import docker
 
     client = engine.client
     try:
-        client.images.remove(record.id)
+        client.images.remove(record.id, noprune=True)
     except docker.errors.ImageNotFound:
         return Outcome.GONE, ""
     except docker.errors.APIError:
         users = client.containers.list(all=True, filters={"ancestor": record.id})
         if users:
             return Outcome.KEPT, "used by container(s) " + ", ".join(c.name for c in users)
-        tags = [t for t in client.images.get(record.id).tags if t != record.image]
+        tags = [
+            t
+            for t in client.images.get(record.id).tags
+            if t not in (record.image, engine.local_name(record.image))
+        ]
         with contextlib.suppress(docker.errors.ImageNotFound):
-            client.images.remove(engine.local_name(record.image))
+            client.images.remove(engine.local_name(record.image), noprune=True)
         return Outcome.UNTAGGED, "also named " + ", ".join(tags)
     return Outcome.REMOVED, ""
 
@@ -172,7 +204,10 @@ def _bring_back(engine: Engine, task: Task, record: Sentinel, registry: Registry
     rebuilt = Path(names.task_image_rebuilt(task.id))
     if registry is not None:
         use_image(engine, Path(names.task_sentinel(task.id)), registry)  # pulls the recorded digest
-        Sentinel(record.image, record.id, _now(), 0.0, record.pushed, record.size, record.id).write(rebuilt)
+        pulled = Sentinel(
+            record.image, record.id, _now(), pushed=record.pushed, size=record.size, replaces=record.id
+        )
+        pulled.write(rebuilt)
         print(f"{record.image}: pulled back from {registry.url} ({record.id[:19]})", flush=True)
         return rebuilt
     repo_key, tag = names.image_parts(task.base_image)
@@ -200,6 +235,7 @@ class ImageRow:
     task: str
     image: str
     size: int | None
+    layers: int | None  # what it adds to its base
     seconds: float
     state: ImageState
     rebuilt: bool
@@ -214,5 +250,7 @@ def image_rows(task_ids: list[str], results: str = names.RESULTS) -> list[ImageR
         path, record = current(task_id, results)
         rebuilt = path == Path(names.task_image_rebuilt(task_id, results))
         state = image_state(task_id, results)
-        rows.append(ImageRow(task_id, record.image, record.size, record.seconds, state, rebuilt))
+        rows.append(
+            ImageRow(task_id, record.image, record.size, record.layers, record.seconds, state, rebuilt)
+        )
     return rows

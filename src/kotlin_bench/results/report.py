@@ -12,6 +12,7 @@ from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
 from kotlin_bench.engine.retention import ImageRow, ImageState
+from kotlin_bench.engine.disk import human
 from kotlin_bench.results.compare import Comparison, display_comparisons
 from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
@@ -202,21 +203,29 @@ def gib(size: float | None) -> str:
     return "?" if size is None else f"{size / 2**30:.2f} GiB"
 
 
+def _size_text(size: int | None) -> str:
+    return "?" if size is None else human(size)
+
+
 def image_section(images: Sequence[ImageRow]) -> Section:
     """The task images: size (layers shared with the base included), build time, and whether the engine
     still holds each (`images: {keep: bases}` releases them), for planning the disk of a larger run."""
     sizes = [row.size for row in images if row.size is not None]
-    held = [row.size or 0 for row in images if row.state is ImageState.PRESENT]
+    own = [row.layers for row in images if row.layers is not None]
+    held = [row.layers or 0 for row in images if row.state is ImageState.PRESENT]
     lines = [
-        f"{plural(len(images), 'task image')}: {gib(sum(sizes))} built in all (largest {gib(max(sizes, default=None))}), "
-        f"{gib(sum(held))} on the engine now. Sizes include the layers shared with the base image."
+        f"{plural(len(images), 'task image')}, largest {_size_text(max(sizes, default=None))} with its base; "
+        f"on top of their bases they add {_size_text(sum(own))} in all (largest {_size_text(max(own, default=None))}), "
+        f"{_size_text(sum(held))} of it on the engine now. A run of many tasks needs their bases plus, with "
+        "`images: {keep: bases}`, about one task image's layers per job running at once."
     ]
     table = pd.DataFrame(
         [
             {
                 "task": row.task,
                 "image": row.image,
-                "size": gib(row.size),
+                "size": _size_text(row.size),
+                "on its base": _size_text(row.layers),
                 "build": duration(row.seconds),
                 "now": str(row.state) + (" (built again)" if row.rebuilt else ""),
             }

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kotlin_bench.core import names
@@ -45,7 +45,7 @@ class RunError(RuntimeError):
 def exclusive(directory: Path) -> Iterator[None]:
     """Hold the directory's lock: a job orphaned by a killed Snakemake finishes before a new try clears it."""
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with (directory.parent / f".{directory.name}.lock").open("w") as lock:
+    with names.dir_lock(directory).open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -112,17 +112,18 @@ def verify_step(
     work_path: Path,
     verify_dir: Path,
     repeat: int = 1,
-    image: ImageRef | None = None,
+    image: Callable[[], ImageRef] | None = None,
     options: VerifierOptions | None = None,
     engine: EngineSettings | None = None,
 ) -> RunResult:
     """Verify the work record at `work_path` on `engine` (config `engine:`); returns the result written to
-    `verify_dir/result.json`."""
+    `verify_dir/result.json`. `image` gets the task image, asked only when the work needs a verdict (a
+    solve step that failed for good is recorded without one, whatever became of the image)."""
     work = WorkRecord.read(work_path)
     with exclusive(verify_dir):
         if work.status is WorkStatus.ERROR:
             return _solve_failed(task, work, work_path, verify_dir, repeat)
-        connected, found = _present(image, engine)
+        connected, found = _present(image() if image else None, engine)
         key = names.verify_key(work.agent, task.id, work.attempt, repeat)
         ctx = VerifyContext(
             connected,

@@ -32,6 +32,7 @@ from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import WorkRecord
 from kotlin_bench.engine import containers
+from kotlin_bench.engine.images import workdir_label
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.tamper import changed_paths, flag_changes, outside_changes
@@ -125,7 +126,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
             diff,
             work_dir / names.CAPTURE_LOG,
             ctx.image_id,
-            labels | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
+            labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
         )
         outside = outside_changes(box.changes(), task.repo_dir, harness_paths)
     record.model = outcome.model or record.model

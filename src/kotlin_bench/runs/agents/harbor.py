@@ -22,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import Status, WorkRecord
@@ -86,7 +88,22 @@ def stage_task(
             f"\n[[verifier.collect]]\ncommand = {json.dumps(command)}\ntimeout_sec = {capture.timeout_sec}\n"
         )
     (staged / "task.toml").write_text(toml, encoding="utf-8")
+    if image:
+        _name_the_image(staged / "environment/docker-compose.yaml", image)
     return staged
+
+
+def _name_the_image(compose: Path, image: str) -> None:
+    """The staged compose file's main service runs `image`: Harbor merges the task's compose file after
+    its prebuilt one, so the published name there (`kotlin-bench/<repo>:pr-<N>`, which the workflow does
+    not build) would otherwise win and be pulled."""
+    if not compose.is_file():
+        return
+    document = yaml.safe_load(compose.read_text(encoding="utf-8")) or {}
+    main = (document.get("services") or {}).get("main")
+    if isinstance(main, dict) and "image" in main:
+        main["image"] = image
+        compose.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 
 
 def command(

@@ -21,6 +21,9 @@ Subcommands:
   ``config/leaderboard/``, ``--check`` lists drift).
 - ``errors``: the runs recorded as errors (``--delete`` lets the next ``snakemake`` redo them).
 - ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
+- ``clean``: what this workspace left on the container engine (containers, proxies, networks, images,
+  build cache), listed; ``--remove`` removes it, ``--all-images`` adds its task images
+  (``kotlin_bench.tools.cli.clean``).
 
 Every command works from any directory inside the workflow (or with ``--root``): default paths are
 relative to the workflow directory, paths given on the command line to the working directory
@@ -38,7 +41,7 @@ from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task
-from kotlin_bench.tools.cli import dataset, results
+from kotlin_bench.tools.cli import clean, dataset, results
 from kotlin_bench.tools.cli.text import err
 from kotlin_bench.tools.root import OUTSIDE, resolve
 
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     dataset.register(sub)
     results.register(sub)
+    clean.register(sub)
     add_task.register(sub)
     return parser
 
