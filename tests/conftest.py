@@ -11,7 +11,7 @@ Podman builds nothing here: before Docker goes, the images of the Docker run of 
 (`finished_examples`) are saved once and loaded into rootful Podman, and later into the rootless user's
 (`docker save`, `podman load`: the image ids stay, so that run's sentinels hold on every engine). Building
 from nothing on Podman (debootstrap or mmdebstrap, the bases, the task images) costs minutes and was run
-by hand (README, "What was run here").
+by hand (docs/engines.md, "What the tests run, and what was run by hand").
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The example dataset on Podman, with Docker out of reach (conftest `podman_engine`): rootful, and rootless
-as an ordinary user who cannot reach any Docker engine. Both run the images the Docker run of the session
-(`finished_examples`) built, moved into Podman (conftest `podman_images`), so the verdicts must be that
-run's, image ids included.
+as an ordinary user who cannot reach any Docker engine, in the user's own workflow and as the user's
+Slurm jobs. Both run the images the Docker run of the session (`finished_examples`) built, moved into
+Podman (conftest `podman_images`), so the verdicts must be that run's, image ids included.
 
 The rootful run is the session's one (conftest `podman_examples`: oracle and nop on every example, and
 the fork bombs of tests/test_limits.py). Building from nothing on Podman, the health check, a validation,
-the sealed history and a Harbor agent on Podman were run by hand (README, "What was run here").
+the sealed history and a Harbor agent on Podman were run by hand (docs/engines.md, "What the tests run,
+and what was run by hand").
 """
 
 from __future__ import annotations
