@@ -43,6 +43,35 @@ def test_engine_settings_from_the_config() -> None:
             EngineSettings.from_config(bad)
 
 
+def test_an_engine_is_asked_about_itself_once_per_process_and_again_when_it_stops_answering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Podman answers /version and /info in about a second, and a job connects several times."""
+    from kotlin_bench.engine import engine as module
+
+    class Client:
+        answers = True
+
+        def ping(self) -> None:
+            if not self.answers:
+                raise ConnectionError("gone")
+
+    asked: list[Any] = []
+
+    def ask(settings: EngineSettings, timeout: int) -> Any:
+        asked.append(settings)
+        return module.Engine(Client(), settings, True, False, (), "4.3.1")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "_connect", ask)
+    monkeypatch.setattr(module, "_CONNECTED", {})
+    settings = EngineSettings(Kind.PODMAN, socket="/run/x.sock")
+    first = module.connect(settings)
+    assert module.connect(settings) is first and len(asked) == 1
+    assert module.connect(EngineSettings(Kind.PODMAN, socket="/run/y.sock")) is not first  # another address
+    first.client.answers = False
+    assert module.connect(settings) is not first and len(asked) == 3  # asked again
+
+
 def test_the_podman_socket_follows_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CONTAINER_HOST", raising=False)
     monkeypatch.setattr("os.geteuid", lambda: 0)

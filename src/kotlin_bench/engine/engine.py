@@ -12,7 +12,9 @@ Two engines are supported, both through the Docker API and its Python SDK (confi
 
 `connect(settings)` returns an `Engine`: the SDK client plus what the server says about itself (Podman
 or Docker, rootless or not, whether the kernel enforces memory, CPU and process limits for its
-containers). Nothing else reads `DOCKER_HOST` or opens a socket. Scripts read `engine:` from the config
+containers), asked once per process and address: later calls only ping it (Podman answers `/version`
+and `/info` in about a second, and a job connects several times). Nothing else reads `DOCKER_HOST` or
+opens a socket. Scripts read `engine:` from the config
 (`kotlin_bench.dag.smk.configured_engine`), not from a rule parameter: which engine runs the containers
 changes no result, so changing it reruns nothing.
 """
@@ -162,11 +164,29 @@ class Engine:
         return response.json() if response.content else None
 
 
+_CONNECTED: dict[tuple[EngineSettings, int, str], Engine] = {}
+
+
 def connect(settings: EngineSettings | None = None, timeout: int = 600) -> Engine:
-    """The configured engine (default: Docker), checked with a ping."""
+    """The configured engine (default: Docker), checked with a ping. What it said of itself the first time
+    this process reached it at this address is kept; an engine that no longer answers is asked again (and
+    then raises `EngineError`)."""
+    settings = settings or EngineSettings()
+    key = (settings, timeout, settings.url() or os.environ.get("DOCKER_HOST", ""))
+    known = _CONNECTED.pop(key, None)
+    if known is not None:
+        try:
+            known.client.ping()
+        except Exception:  # gone or restarted: connect afresh, which says why when it cannot
+            known = None
+    engine = known or _connect(settings, timeout)
+    _CONNECTED[key] = engine
+    return engine
+
+
+def _connect(settings: EngineSettings, timeout: int) -> Engine:
     import docker
 
-    settings = settings or EngineSettings()
     url = settings.url()
     try:
         if url is None:
