@@ -51,10 +51,11 @@ from bench.common import (
     result_path,
     run_timed,
     snakemake,
+    task_image,
     write_config,
 )
-from bench.prepare import sync_sentinels
 from kotlin_bench.dataset.task import load_task
+from kotlin_bench.engine.images import image_id
 from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, stage_task
 
 K = 3
@@ -71,14 +72,13 @@ def _seconds(timing: dict[str, Any] | None) -> float | None:
 def run_kotlin_bench(ctx: Context, workspace: Path, rep: int) -> list[Row]:
     shutil.rmtree(workspace / "results/runs" / AGENT, ignore_errors=True)
     (workspace / "results/summary.csv").unlink(missing_ok=True)
-    retagged = sync_sentinels(workspace)
     done = snakemake(
         workspace, "results/summary.csv", cores=CONCURRENCY, log_path=ctx.out / f"logs/attempts/kb-{rep}.log"
     )
     results = [workspace / result_path(t, a) for t in EXAMPLE_TASKS for a in range(1, K + 1)]
     resolved = sum(1 for p in results if p.is_file() and read_json(p)["reward"] == 1.0)
     ok = done.returncode == 0 and resolved == len(results)
-    note = f"sentinels synced to retagged images: {', '.join(retagged)}" if retagged else ""
+    note = f"{resolved} of {len(results)} resolved"
     rows = [
         Row("attempts", "k3", "kotlin_bench", "all", rep, "wall_sec", done.seconds, ok=ok, note=note),
         Row("attempts", "k3", "kotlin_bench", "all", rep, "resolved", resolved, unit="runs", ok=ok),
@@ -117,8 +117,10 @@ def stage_default(workspace: Path, dest: Path, nonce: str | None) -> Path:
 
 
 def stage_prebuilt(workspace: Path, dest: Path) -> Path:
+    """The task dirs pointing Harbor at the workspace's task images (the names their sentinels record)."""
     for task in EXAMPLE_TASKS:
-        stage_task(load_task(workspace / "examples/tasks" / task), dest, isolate_network=True)
+        image = task_image(workspace, task).name
+        stage_task(load_task(workspace / "examples/tasks" / task), dest, isolate_network=True, image=image)
     return dest
 
 
@@ -213,8 +215,8 @@ def run_harbor(ctx: Context, workspace: Path, variant: str, rep: int) -> list[Ro
         *rows,
     ]
     if variant == "harbor_prebuilt":
-        present = docker.from_env().images.list(name="kotlin-bench/examples_*")
-        if len({t for i in present for t in i.tags if ":pr-" in t}) < len(EXAMPLE_TASKS):
+        client = docker.from_env()
+        if any(image_id(client, task_image(workspace, t).id) is None for t in EXAMPLE_TASKS):
             rows[0].ok = False
             rows[0].note += "; a prebuilt task image disappeared"
     shutil.rmtree(work / "tasks", ignore_errors=True)
@@ -281,16 +283,16 @@ def run(ctx: Context) -> None:
     assert ctx.workspace is not None
     workspace = ctx.workspace
     write_config(workspace, attempts=K)
-    reps = 1 if ctx.quick else 2
     variants = ["kotlin_bench", "harbor_default", "harbor_prebuilt"]
     if not ctx.quick:
         variants.append("harbor_default_warm")
     if not HARBOR_BIN.exists():
-        raise RuntimeError(f"{HARBOR_BIN} is missing: run scripts/setup_harbor.sh")
+        log(f"{HARBOR_BIN} is missing (scripts/setup_harbor.sh installs it): kotlin_bench alone, no Harbor")
+        variants = ["kotlin_bench"]
     rows = cold_build(ctx, workspace)
     ctx.recorder.add(*rows)
     log(f"attempts cold build of 4 task images: {rows[0].value:.1f}s ok={rows[0].ok}")
-    for rep in range(reps):
+    for rep in range(ctx.rounds):
         order = variants if rep % 2 == 0 else list(reversed(variants))
         for variant in order:
             if variant == "kotlin_bench":

@@ -2,7 +2,7 @@
 
 A synthetic dataset specification repeats the 4 example tasks under new ids and pull request numbers
 (`examples_calc-1000`, ...; every task FROM an example base image), written in the format of
-examples/dataset.json; the real generator (`python -m workflow generate --no-bases`) writes the task
+examples/dataset.json; the real generator (`python -m kotlin_bench generate --no-bases`) writes the task
 directories. Materialization is already satisfied: each task gets its template's materialized files, a
 `.materialized.json` stamp written after task.toml, and the config says `materialize.source: published`
 (no mirror inputs), so no materialize job is planned. Agents: oracle, nop and a predictions agent (the
@@ -82,7 +82,7 @@ def build_workspace(ctx: Context, n: int) -> tuple[Path, float]:
         [
             sys.executable,
             "-m",
-            "workflow",
+            "kotlin_bench",
             "generate",
             "--spec",
             "synth/spec.json",
@@ -161,7 +161,8 @@ def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
         seconds = time.monotonic() - started
     text = out_path.read_text(encoding="utf-8")
     jobs = job_counts(text)
-    ok = code == 0 and jobs.get("run") == runs and "materialize" not in jobs
+    # a run is two jobs: its solve step and its verify step
+    ok = code == 0 and jobs.get("solve") == runs and jobs.get("verify") == runs and "materialize" not in jobs
     note = ", ".join(f"{k}={v}" for k, v in sorted(jobs.items()))
     case = str(runs)
     rows = [
@@ -170,7 +171,28 @@ def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
         Row(
             "scale", case, "dry_run", "all", rep, "max_rss_mb", max_rss_kb(time_path) / 1024, unit="MB", ok=ok
         ),
-        Row("scale", case, "dry_run", "all", rep, "run_jobs", float(jobs.get("run", 0)), unit="jobs", ok=ok),
+        Row(
+            "scale",
+            case,
+            "dry_run",
+            "all",
+            rep,
+            "solve_jobs",
+            float(jobs.get("solve", 0)),
+            unit="jobs",
+            ok=ok,
+        ),
+        Row(
+            "scale",
+            case,
+            "dry_run",
+            "all",
+            rep,
+            "verify_jobs",
+            float(jobs.get("verify", 0)),
+            unit="jobs",
+            ok=ok,
+        ),
         Row(
             "scale", case, "dry_run", "all", rep, "total_jobs", float(sum(jobs.values())), unit="jobs", ok=ok
         ),
@@ -206,8 +228,8 @@ def profile(ctx: Context, workspace: Path, runs: int) -> list[Row]:
     measured = {
         # input functions and params lambdas of the rules (they do not call one another)
         "rule_functions_cum_sec": cumulative(r"/rules/[^/]+\.smk:(?!<module>)"),
-        "run_inputs_cum_sec": cumulative(r"/rules/common\.smk:run_inputs$"),
-        "plan_from_config_cum_sec": cumulative(r"/workflow/dag\.py:from_config$"),
+        "step_inputs_cum_sec": cumulative(r"/rules/common\.smk:(solve|verify)_inputs$"),
+        "plan_from_config_cum_sec": cumulative(r"/kotlin_bench/dag/plan\.py:from_config$"),
         "dryrun_printjob_cum_sec": cumulative(r"/snakemake/executors/dryrun\.py:printjob$"),
     }
     rows = [Row("scale", case, "profile", "all", 0, "profiled_total_sec", total, ok=ok)]
