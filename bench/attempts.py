@@ -14,6 +14,13 @@ Variants (interleaved: the order rotates with the repetition):
 - `harbor_prebuilt`: the task dirs staged by `kotlin_bench.runs.agents.harbor.stage_task` (`[environment].docker_image` = our
   image), so Harbor builds nothing.
 
+The examples' `environment/docker-compose.yaml` names the task image by its published name
+(`kotlin-bench/<repo>:pr-<N>`), and Harbor's compose files apply it after `docker_image`: staged as it
+is, Harbor's default build would take that shared name (and `--delete` remove it under anyone using it),
+and the prebuilt variant would run whatever image has that name, or try to pull it. So the staged compose
+file names `bench_image_name` (a name of this suite run) for the default variants and the workspace's
+task image for the prebuilt one.
+
 Every Harbor variant runs with the network isolation of `kotlin_bench.runs.agents.harbor` (network modes dropped from
 task.toml, `--extra-docker-compose` giving the main service `network_mode: none`): Harbor's allowlist
 sidecar image is not available on a host without a registry. Each job is checked: 12 trial results with
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import yaml
 
 from bench.common import (
     AGENT,
@@ -60,6 +68,7 @@ from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, stage_task
 
 K = 3
 CONCURRENCY = 2
+BENCH_IMAGES = "kotlin-bench-bench/harbor-"  # the names of the default variants' builds
 
 
 def _seconds(timing: dict[str, Any] | None) -> float | None:
@@ -94,10 +103,26 @@ def run_kotlin_bench(ctx: Context, workspace: Path, rep: int) -> list[Row]:
     return rows
 
 
+def set_compose_image(staged: Path, image: str) -> None:
+    """Name `image` as the main service's image in the staged task's compose file, if it has one."""
+    path = staged / "environment/docker-compose.yaml"
+    if not path.is_file():
+        return
+    compose = yaml.safe_load(path.read_text(encoding="utf-8"))
+    compose.setdefault("services", {}).setdefault("main", {})["image"] = image
+    path.write_text(yaml.safe_dump(compose, sort_keys=False), encoding="utf-8")
+
+
+def bench_image_name(task: str, suffix: str) -> str:
+    """The image name a default Harbor build of `task` gets here: the suite's, never a shared one."""
+    return f"{BENCH_IMAGES}{task.lower()}:{suffix}"
+
+
 def stage_default(workspace: Path, dest: Path, nonce: str | None) -> Path:
     """The task dirs as Harbor's default builds them: network modes dropped (as `isolate_network` does)."""
     for task in EXAMPLE_TASKS:
         staged = stage_task(load_task(workspace / "examples/tasks" / task), dest, isolate_network=True)
+        set_compose_image(staged, bench_image_name(task, nonce or "warm"))
         toml = (staged / "task.toml").read_text(encoding="utf-8")
         toml = re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE)
         (staged / "task.toml").write_text(toml, encoding="utf-8")
@@ -120,12 +145,15 @@ def stage_prebuilt(workspace: Path, dest: Path) -> Path:
     """The task dirs pointing Harbor at the workspace's task images (the names their sentinels record)."""
     for task in EXAMPLE_TASKS:
         image = task_image(workspace, task).name
-        stage_task(load_task(workspace / "examples/tasks" / task), dest, isolate_network=True, image=image)
+        staged = stage_task(
+            load_task(workspace / "examples/tasks" / task), dest, isolate_network=True, image=image
+        )
+        set_compose_image(staged, image)
     return dest
 
 
 def _leftovers(trial_names: list[str]) -> tuple[list[str], list[str]]:
-    prefixes = tuple(name.lower() for name in trial_names)
+    prefixes = (*(name.lower() for name in trial_names), BENCH_IMAGES)
     images = subprocess.run(
         ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
         capture_output=True,

@@ -44,7 +44,8 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "regrade": regrade.run,
     "images": images.run,
 }
-NEEDS_WORKSPACE = {"overhead", "attempts", "incremental", "disk", "regrade", "images"}
+# The sections that work in (or copy from) the prepared workspace; scale copies its materialized tasks.
+NEEDS_WORKSPACE = {"overhead", "attempts", "incremental", "scale", "disk", "regrade", "images"}
 
 
 def _version(cmd: list[str]) -> str:

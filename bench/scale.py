@@ -136,6 +136,14 @@ def max_rss_kb(time_output: Path) -> float:
     return float(match[1]) if match else float("nan")
 
 
+def cpu_sec(time_output: Path) -> float:
+    """User + system CPU seconds of the dry run (its children included): unlike the wall time, hardly
+    changed by other work on a shared machine."""
+    text = time_output.read_text(encoding="utf-8")
+    found = [re.search(rf"{kind} time \(seconds\): ([\d.]+)", text) for kind in ("User", "System")]
+    return sum(float(m[1]) for m in found if m) if all(found) else float("nan")
+
+
 def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
     out_path = workspace / f"dry-run-{rep}.out"
     time_path = workspace / f"dry-run-{rep}.time"
@@ -167,6 +175,7 @@ def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
     case = str(runs)
     rows = [
         Row("scale", case, "dry_run", "all", rep, "wall_sec", seconds, ok=ok, note=note),
+        Row("scale", case, "dry_run", "all", rep, "cpu_sec", cpu_sec(time_path), ok=ok),
         Row("scale", case, "dry_run", "all", rep, "peak_rss_tree_mb", peak.peak / 2**20, unit="MB", ok=ok),
         Row(
             "scale", case, "dry_run", "all", rep, "max_rss_mb", max_rss_kb(time_path) / 1024, unit="MB", ok=ok
@@ -237,9 +246,13 @@ def profile(ctx: Context, workspace: Path, runs: int) -> list[Row]:
     return rows
 
 
+def cases(quick: bool) -> list[tuple[int, int]]:
+    """(tasks, repetitions of the dry run after the first) of each case."""
+    return [(106, 1 if quick else 3), (1000, 1 if quick else 2)]
+
+
 def run(ctx: Context) -> None:
-    cases = [(106, 1 if ctx.quick else 3), (1000, 1 if ctx.quick else 2)]
-    for n, reps in cases:
+    for n, reps in cases(ctx.quick):
         runs = n * len(AGENTS) * ATTEMPTS
         workspace, generate_sec = build_workspace(ctx, n)
         ctx.recorder.add(Row("scale", str(runs), "generate", "all", 0, "wall_sec", generate_sec))
@@ -250,7 +263,8 @@ def run(ctx: Context) -> None:
                     row.variant = "dry_run_first"
             ctx.recorder.add(*rows)
             log(
-                f"scale {runs} runs dry run {rep}: {rows[0].value:.1f}s, tree peak {rows[1].value:.0f} MB, "
+                f"scale {runs} runs dry run {rep}: {rows[0].value:.1f}s ({rows[1].value:.1f} s CPU), "
+                f"tree peak {rows[2].value:.0f} MB, "
                 f"ok={rows[0].ok} ({rows[0].note})"
             )
         rows = profile(ctx, workspace, runs)
