@@ -83,12 +83,23 @@ echo "pr_present=$present"
 """
 
 
-def run_sealed(tasks: list[str] | None = None, engine: EngineSettings | None = None) -> list[Row]:
+def run_sealed(
+    tasks: list[str] | None = None, workspace: Path = REPO, engine: EngineSettings | None = None
+) -> list[Row]:
     """In every example task image the base commit and its ancestors are reachable on `task-base`, and
-    no later commit nor any object of the fix exists (in the images of `engine`, default Docker)."""
+    no later commit nor any object of the fix exists. The images are those `workspace` built (its
+    sentinels name them: each workflow directory has its own task image names), in `engine` (default
+    Docker)."""
+    from kotlin_bench.core import names
     from kotlin_bench.dataset.task import discover, load_task
     from kotlin_bench.engine.engine import connect
-    from kotlin_bench.engine.images import image_id
+    from kotlin_bench.engine.images import ImageError, image_id, read_sentinel
+
+    def built(task_id: str) -> str | None:
+        try:
+            return read_sentinel(workspace / names.task_sentinel(task_id)).id
+        except ImageError:
+            return None
 
     client = connect(engine).client
     loaded = [load_task(p, require_materialized=False) for p in discover(REPO / "examples/tasks")]
@@ -98,12 +109,13 @@ def run_sealed(tasks: list[str] | None = None, engine: EngineSettings | None = N
         heads = pr_heads([t.id for t in selected], Path(tmp))
     for task in selected:
         base, head, objects, ancestry = heads[task.id]
-        if image_id(client, task.image) is None:
+        image = built(task.id)
+        if image is None or image_id(client, image) is None:
             rows.append(Row("sealed", task.image, "image missing", "build it: snakemake --cores 2", False))
             continue
         env = {"REPO_DIR": task.repo_dir, "PR_OBJECTS": " ".join(objects)}
         out = client.containers.run(
-            task.image, ["bash", "-c", SEAL_CHECK], environment=env, remove=True, network_disabled=True
+            image, ["bash", "-c", SEAL_CHECK], environment=env, remove=True, network_disabled=True
         )
         facts = dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
         empty = ("remotes", "stash", "reflogs", "special", "loose", "unreachable", "pr_present")

@@ -17,11 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import docker
 import psutil
 import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import atomic_path
+from kotlin_bench.engine.images import ImageRef
+from kotlin_bench.engine.retention import current
 from kotlin_bench.tools.workspace import EXAMPLE_TASKS as EXAMPLE_DIR
 from kotlin_bench.tools.workspace import copy_checkout
 
@@ -31,6 +34,8 @@ HARBOR_DOCKER_CONFIG = REPO / ".harbor/docker-config"
 # Our runs use their own agent name: the run key (`<agent>.<task>.<attempt>`) labels containers, and a run
 # reaps containers with its key, so a name shared with a concurrent workspace would reap its containers.
 AGENT = "bench-oracle"
+# The tasks the sections run (the config's `tasks:`): the first four example tasks, one per example repository,
+# as the results in bench/README.md were measured; examples_calc-6 (a second calc task) is left out.
 EXAMPLE_TASKS = ("examples_calc-4", "examples_semver-6", "examples_slug-8", "examples_units-12")
 CSV_FIELDS = ("section", "case", "variant", "task", "rep", "metric", "value", "unit", "ok", "note")
 
@@ -89,8 +94,9 @@ class Context:
     out: Path
     tmp: Path
     quick: bool
-    reps: int
+    reps: int  # repetitions of single runs (section overhead) and of short invocations
     recorder: Recorder
+    rounds: int = 1  # repetitions of the sections whose one repetition is a whole run of the examples
     workspace: Path | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -208,13 +214,52 @@ def make_workspace(dest: Path, root: Path = REPO) -> Path:
     return copy_checkout(root, dest, skip=("bench/",))
 
 
-def write_config(workspace: Path, attempts: int, agents: list[dict[str, str]] | None = None) -> None:
-    """The workspace's config.yaml: the example dataset, our agent name, `attempts` attempts."""
+def write_config(
+    workspace: Path,
+    attempts: int,
+    agents: list[dict[str, str]] | None = None,
+    keep: str | None = None,
+    tasks: list[str] | str | None = None,
+) -> None:
+    """The workspace's config.yaml: the example dataset's `tasks` (default EXAMPLE_TASKS), our agent name,
+    `attempts` attempts, and with `keep` the images policy (`images: {keep: all | bases}`; else all)."""
     base = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    base["tasks"] = list(EXAMPLE_TASKS) if tasks is None else tasks
     base["agents"] = agents or [{"name": AGENT, "kind": "oracle"}]
     base["attempts"] = attempts
     base.pop("reproduce", None)  # its references name the default agents
+    if keep is not None:
+        base["images"] = {"keep": keep}
     (workspace / "config.yaml").write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
+
+
+def task_image(workspace: Path, task: str) -> ImageRef:
+    """The task image a workspace's records name (its rebuild's, else its sentinel's): the workflow builds
+    task images under per-workspace names (`names.built_task_image`), never the published `Task.image`."""
+    _, record = current(task, str(workspace / names.RESULTS))
+    return ImageRef(record.image, record.id)
+
+
+def remove_task_images(workspace: Path) -> list[str]:
+    """Remove the task images a workspace built (labelled with its directory, named with its tag); base
+    images keep their shared names and stay. Returns the names removed."""
+    client = docker.from_env()
+    ours = f".ws-{names.workdir_tag(workspace)}"
+    label = f"{names.LABEL_WORKDIR}={workspace.resolve()}"
+    removed = []
+    for image in client.images.list(filters={"label": label}):
+        tags = image.tags
+        if tags and all(tag.endswith(ours) for tag in tags):
+            with contextlib.suppress(docker.errors.ImageNotFound, docker.errors.APIError):
+                client.images.remove(image.id, force=True)  # every name it has is ours
+                removed += tags
+    return removed
+
+
+def all_example_tasks() -> list[str]:
+    """Every task of the example dataset (examples/dataset.json)."""
+    spec = json.loads((REPO / "examples/dataset.json").read_text(encoding="utf-8"))
+    return [str(task["id"]) for task in spec["tasks"]]
 
 
 def stamp(task: str) -> str:

@@ -5,6 +5,10 @@ layers must be a prefix of the task's (shared), the rest are the task's own; the
 are the sizes of the task image's newest history entries beyond the base's history (`docker history`);
 `docker system df -v` gives the same as the image's "unique size" (bytes no other image shares), reported
 next to it as a cross-check, with the base image's full size for scale.
+
+The images are the shared workspace's: the task image its sentinel records (the workflow's per-workspace
+name, by id) and the base image its base sentinel records (by id: the base's name is shared by every
+workspace on the engine, and another one may have rebuilt it since).
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import docker
 
-from bench.common import EXAMPLE_TASKS, REPO, Context, Row, log
+from bench.common import EXAMPLE_TASKS, Context, Row, log, read_json, task_image
+from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 
 UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
@@ -40,19 +46,25 @@ def unique_sizes() -> dict[str, float]:
     return {i["ID"]: parse_size(i.get("UniqueSize", "")) for i in data.get("Images", [])}
 
 
+def base_image_id(workspace: Path, base_image: str) -> str:
+    """The id of the base image the workspace's base sentinel records."""
+    return str(read_json(workspace / names.base_sentinel(*names.image_parts(base_image)))["id"])
+
+
 def run(ctx: Context) -> None:
+    assert ctx.workspace is not None
+    root = ctx.workspace
     client = docker.from_env()
     unique = unique_sizes()
-    root = ctx.workspace or REPO
     for task_id in EXAMPLE_TASKS:
         task = load_task(root / "examples/tasks" / task_id, require_materialized=False)
-        image = client.images.get(task.image)
-        base = client.images.get(task.base_image)
+        image = client.images.get(task_image(root, task_id).id)
+        base = client.images.get(base_image_id(root, task.base_image))
         layers = image.attrs["RootFS"]["Layers"]
         base_layers = base.attrs["RootFS"]["Layers"]
         shared = layers[: len(base_layers)] == base_layers
-        history = client.api.history(task.image)
-        base_history = client.api.history(task.base_image)
+        history = client.api.history(image.id)
+        base_history = client.api.history(base.id)
         own_entries = history[: len(history) - len(base_history)]
         own_bytes = float(sum(entry["Size"] for entry in own_entries))
         rows = [

@@ -4,11 +4,16 @@ Three variants, interleaved (the order rotates with the repetition and the task)
 
 - `bare`: one `docker run --rm` of the task image (same CPU and memory limits, no network) that applies
   solution/fix.patch and tests/test.patch and runs the test command: the physical limit;
-- `runner`: `kotlin_bench.runs.runner.run` called in this process on the loaded task: the harness's own work for a
-  run (agent container, diff capture, fresh verifier container, test.sh with JUnit collection and
-  comparison, copies in and out, the agent phase's allowlist network and proxy);
-- `snakemake`: `snakemake --cores 1 <result.json>` in the workspace after deleting that run: what a user
-  pays for one run end to end (Snakemake start-up, DAG, the job's script process, then `runner.run`).
+- `runner`: the run's two steps called in this process on the loaded task, as the rule scripts call them
+  (`kotlin_bench.runs.runner.solve_step`, then `verify_step` on its work record, each after
+  `kotlin_bench.dag.smk.task_image` found the image): the harness's own work for a run (agent container
+  with the agent phase's allowlist network and proxy, diff capture, a fresh verifier container, test.sh
+  with JUnit collection and comparison, copies in and out, records);
+- `snakemake`: `snakemake --cores 1 <result.json>` in the workspace after deleting that run (work record
+  and verdict): what a user pays for one run end to end (Snakemake start-up, DAG, the solve and verify
+  jobs' script processes, then the two steps).
+
+The task image is the workspace's (named and identified by its sentinel), never the published name.
 """
 
 from __future__ import annotations
@@ -17,17 +22,34 @@ import contextlib
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
-from bench.common import AGENT, EXAMPLE_TASKS, Context, Row, log, read_json, result_path, run_timed, snakemake
-from bench.prepare import sync_sentinels
+import yaml
+
+from bench.common import (
+    AGENT,
+    EXAMPLE_TASKS,
+    Context,
+    Row,
+    log,
+    read_json,
+    result_path,
+    run_timed,
+    snakemake,
+    task_image,
+)
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult
+from kotlin_bench.dag import smk
 from kotlin_bench.dataset.task import Task, load_task
-from kotlin_bench.runs import runner
+from kotlin_bench.runs import handoff, runner
 from kotlin_bench.runs.agents import Agent
+from kotlin_bench.runs.verify import VerifierOptions
 
 VARIANTS = ("bare", "runner", "snakemake")
 
 
-def bare_command(task: Task, name: str) -> list[str]:
+def bare_command(task: Task, image: str, name: str) -> list[str]:
     memory = f"{task.environment.memory_mb}m"
     script = f"git apply /kb/fix.patch && git apply /kb/test.patch && {task.test_command}"
     return [
@@ -50,16 +72,16 @@ def bare_command(task: Task, name: str) -> list[str]:
         f"{task.path / 'tests/test.patch'}:/kb/test.patch:ro",
         "-w",
         task.repo_dir,
-        task.image,
+        image,
         "bash",
         "-c",
         script,
     ]
 
 
-def measure_bare(ctx: Context, task: Task, rep: int) -> Row:
+def measure_bare(ctx: Context, task: Task, image: str, rep: int) -> Row:
     done = run_timed(
-        bare_command(task, f"kotlin-bench-bench-bare-{task.id}-{rep}"),
+        bare_command(task, image, f"kotlin-bench-bench-bare-{task.id}-{rep}"),
         log_path=ctx.out / f"logs/overhead/bare-{task.id}.log",
     )
     return Row(
@@ -67,9 +89,9 @@ def measure_bare(ctx: Context, task: Task, rep: int) -> Row:
     )
 
 
-def measure_container(ctx: Context, task: Task, rep: int) -> Row:
+def measure_container(ctx: Context, task: Task, image: str, rep: int) -> Row:
     """`docker run --rm` of `true` in the task image: what starting and removing a container costs."""
-    cmd = ["docker", "run", "--rm", "--network", "none", task.image, "true"]
+    cmd = ["docker", "run", "--rm", "--network", "none", image, "true"]
     done = run_timed(cmd, log_path=ctx.out / "logs/overhead/container.log")
     return Row(
         "overhead",
@@ -83,17 +105,31 @@ def measure_container(ctx: Context, task: Task, rep: int) -> Row:
     )
 
 
+def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) -> RunResult:
+    """What the jobs of one run do, in this process: find the image, solve; find the image, verify."""
+    work_dir = run_dir / names.WORK_DIR
+    limits = handoff.Limits.from_config(config.get("capture", {}))
+    image = smk.task_image(config, task)
+    runner.solve_step(task, Agent(AGENT, "oracle"), attempt, work_dir, image, limits, Path.cwd())
+    image = smk.task_image(config, task)
+    options = VerifierOptions.from_config(config.get("verifier", {}))
+    return runner.verify_step(task, work_dir / names.WORK_FILE, run_dir, 1, image, options)
+
+
 def measure_runner(ctx: Context, task: Task, rep: int) -> list[Row]:
-    run_dir = ctx.tmp / "overhead-runs" / task.id / f"rep-{rep}"
     assert ctx.workspace is not None
+    run_dir = ctx.tmp / "overhead-runs" / task.id / f"rep-{rep}"
+    config = yaml.safe_load((ctx.workspace / "config.yaml").read_text(encoding="utf-8"))
     # Runs are labelled with the working directory, and a workflow starting there reaps that directory's
-    # containers: run from the workspace, never from the repository where others may start workflows.
+    # containers; the records (sentinels) are relative to it: run from the workspace, never from the
+    # repository where others may start workflows.
     with contextlib.chdir(ctx.workspace):
         started = time.monotonic()
-        result = runner.run(task, Agent(AGENT, "oracle"), rep + 1, run_dir)
+        result = both_steps(task, rep + 1, run_dir, config)
         seconds = time.monotonic() - started
     ok = result.status == "resolved"
-    rows = [Row("overhead", "single_run", "runner", task.id, rep, "wall_sec", seconds, ok=ok)]
+    note = "" if ok else f"{result.status}: {result.reason} {result.error or ''}".strip()
+    rows = [Row("overhead", "single_run", "runner", task.id, rep, "wall_sec", seconds, ok=ok, note=note)]
     rows += [
         Row("overhead", "single_run", "runner", task.id, rep, key, value, ok=ok)
         for key, value in result.timings.items()
@@ -106,8 +142,7 @@ def measure_runner(ctx: Context, task: Task, rep: int) -> list[Row]:
 
 def measure_snakemake(ctx: Context, workspace: Path, task: Task, rep: int) -> list[Row]:
     target = workspace / result_path(task.id, 1)
-    shutil.rmtree(target.parent, ignore_errors=True)
-    retagged = sync_sentinels(workspace)
+    shutil.rmtree(workspace / names.run_dir(AGENT, task.id, 1), ignore_errors=True)  # work and verdict
     done = snakemake(
         workspace,
         result_path(task.id, 1),
@@ -117,7 +152,7 @@ def measure_snakemake(ctx: Context, workspace: Path, task: Task, rep: int) -> li
     ok = done.returncode == 0 and target.is_file()
     timings = read_json(target)["timings"] if target.is_file() else {}
     ok = ok and read_json(target)["status"] == "resolved"
-    note = f"sentinels synced to retagged images: {', '.join(retagged)}" if retagged else ""
+    note = "" if ok else f"exit {done.returncode}; see logs/overhead/snakemake-{task.id}.log"
     rows = [
         Row("overhead", "single_run", "snakemake", task.id, rep, "wall_sec", done.seconds, ok=ok, note=note)
     ]
@@ -134,6 +169,7 @@ def run(ctx: Context) -> None:
     assert ctx.workspace is not None
     workspace = ctx.workspace
     tasks = [load_task((workspace / "examples/tasks" / t).resolve()) for t in EXAMPLE_TASKS]
+    images = {t.id: task_image(workspace, t.id).id for t in tasks}
     for rep in range(ctx.reps):
         order = tasks[rep % len(tasks) :] + tasks[: rep % len(tasks)]
         for index, task in enumerate(order):
@@ -141,11 +177,11 @@ def run(ctx: Context) -> None:
             variants = VARIANTS[shift:] + VARIANTS[:shift]
             for variant in variants:
                 if variant == "bare":
-                    rows = [measure_bare(ctx, task, rep)]
+                    rows = [measure_bare(ctx, task, images[task.id], rep)]
                 elif variant == "runner":
                     rows = measure_runner(ctx, task, rep)
                 else:
                     rows = measure_snakemake(ctx, workspace, task, rep)
                 ctx.recorder.add(*rows)
                 log(f"overhead rep {rep} {task.id} {variant}: {rows[0].value:.2f}s ok={rows[0].ok}")
-            ctx.recorder.add(measure_container(ctx, task, rep))
+            ctx.recorder.add(measure_container(ctx, task, images[task.id], rep))

@@ -2,7 +2,7 @@
 
 A synthetic dataset specification repeats the 4 example tasks under new ids and pull request numbers
 (`examples_calc-1000`, ...; every task FROM an example base image), written in the format of
-examples/dataset.json; the real generator (`python -m workflow generate --no-bases`) writes the task
+examples/dataset.json; the real generator (`python -m kotlin_bench generate --no-bases`) writes the task
 directories. Materialization is already satisfied: each task gets its template's materialized files, a
 `.materialized.json` stamp written after task.toml, and the config says `materialize.source: published`
 (no mirror inputs), so no materialize job is planned. Agents: oracle, nop and a predictions agent (the
@@ -82,7 +82,7 @@ def build_workspace(ctx: Context, n: int) -> tuple[Path, float]:
         [
             sys.executable,
             "-m",
-            "workflow",
+            "kotlin_bench",
             "generate",
             "--spec",
             "synth/spec.json",
@@ -136,6 +136,14 @@ def max_rss_kb(time_output: Path) -> float:
     return float(match[1]) if match else float("nan")
 
 
+def cpu_sec(time_output: Path) -> float:
+    """User + system CPU seconds of the dry run (its children included): unlike the wall time, hardly
+    changed by other work on a shared machine."""
+    text = time_output.read_text(encoding="utf-8")
+    found = [re.search(rf"{kind} time \(seconds\): ([\d.]+)", text) for kind in ("User", "System")]
+    return sum(float(m[1]) for m in found if m) if all(found) else float("nan")
+
+
 def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
     out_path = workspace / f"dry-run-{rep}.out"
     time_path = workspace / f"dry-run-{rep}.time"
@@ -161,16 +169,39 @@ def dry_run(ctx: Context, workspace: Path, runs: int, rep: int) -> list[Row]:
         seconds = time.monotonic() - started
     text = out_path.read_text(encoding="utf-8")
     jobs = job_counts(text)
-    ok = code == 0 and jobs.get("run") == runs and "materialize" not in jobs
+    # a run is two jobs: its solve step and its verify step
+    ok = code == 0 and jobs.get("solve") == runs and jobs.get("verify") == runs and "materialize" not in jobs
     note = ", ".join(f"{k}={v}" for k, v in sorted(jobs.items()))
     case = str(runs)
     rows = [
         Row("scale", case, "dry_run", "all", rep, "wall_sec", seconds, ok=ok, note=note),
+        Row("scale", case, "dry_run", "all", rep, "cpu_sec", cpu_sec(time_path), ok=ok),
         Row("scale", case, "dry_run", "all", rep, "peak_rss_tree_mb", peak.peak / 2**20, unit="MB", ok=ok),
         Row(
             "scale", case, "dry_run", "all", rep, "max_rss_mb", max_rss_kb(time_path) / 1024, unit="MB", ok=ok
         ),
-        Row("scale", case, "dry_run", "all", rep, "run_jobs", float(jobs.get("run", 0)), unit="jobs", ok=ok),
+        Row(
+            "scale",
+            case,
+            "dry_run",
+            "all",
+            rep,
+            "solve_jobs",
+            float(jobs.get("solve", 0)),
+            unit="jobs",
+            ok=ok,
+        ),
+        Row(
+            "scale",
+            case,
+            "dry_run",
+            "all",
+            rep,
+            "verify_jobs",
+            float(jobs.get("verify", 0)),
+            unit="jobs",
+            ok=ok,
+        ),
         Row(
             "scale", case, "dry_run", "all", rep, "total_jobs", float(sum(jobs.values())), unit="jobs", ok=ok
         ),
@@ -206,8 +237,8 @@ def profile(ctx: Context, workspace: Path, runs: int) -> list[Row]:
     measured = {
         # input functions and params lambdas of the rules (they do not call one another)
         "rule_functions_cum_sec": cumulative(r"/rules/[^/]+\.smk:(?!<module>)"),
-        "run_inputs_cum_sec": cumulative(r"/rules/common\.smk:run_inputs$"),
-        "plan_from_config_cum_sec": cumulative(r"/workflow/dag\.py:from_config$"),
+        "step_inputs_cum_sec": cumulative(r"/rules/common\.smk:(solve|verify)_inputs$"),
+        "plan_from_config_cum_sec": cumulative(r"/kotlin_bench/dag/plan\.py:from_config$"),
         "dryrun_printjob_cum_sec": cumulative(r"/snakemake/executors/dryrun\.py:printjob$"),
     }
     rows = [Row("scale", case, "profile", "all", 0, "profiled_total_sec", total, ok=ok)]
@@ -215,9 +246,13 @@ def profile(ctx: Context, workspace: Path, runs: int) -> list[Row]:
     return rows
 
 
+def cases(quick: bool) -> list[tuple[int, int]]:
+    """(tasks, repetitions of the dry run after the first) of each case."""
+    return [(106, 1 if quick else 3), (1000, 1 if quick else 2)]
+
+
 def run(ctx: Context) -> None:
-    cases = [(106, 1 if ctx.quick else 3), (1000, 1 if ctx.quick else 2)]
-    for n, reps in cases:
+    for n, reps in cases(ctx.quick):
         runs = n * len(AGENTS) * ATTEMPTS
         workspace, generate_sec = build_workspace(ctx, n)
         ctx.recorder.add(Row("scale", str(runs), "generate", "all", 0, "wall_sec", generate_sec))
@@ -228,7 +263,8 @@ def run(ctx: Context) -> None:
                     row.variant = "dry_run_first"
             ctx.recorder.add(*rows)
             log(
-                f"scale {runs} runs dry run {rep}: {rows[0].value:.1f}s, tree peak {rows[1].value:.0f} MB, "
+                f"scale {runs} runs dry run {rep}: {rows[0].value:.1f}s ({rows[1].value:.1f} s CPU), "
+                f"tree peak {rows[2].value:.0f} MB, "
                 f"ok={rows[0].ok} ({rows[0].note})"
             )
         rows = profile(ctx, workspace, runs)

@@ -119,7 +119,7 @@ def run(ctx: Context) -> None:
         f"site: first build {build_sec:.1f}s, {pages} pages, {total / 2**20:.1f} MiB, index {index / 2**20:.2f} MiB"
     )
 
-    changed = root / names.run_result("nop", str(spec["tasks"][0]["id"]), 1)  # type: ignore[index]
+    changed = root / names.verify_result("nop", str(spec["tasks"][0]["id"]), 1)  # type: ignore[index]
     result = RunResult.read(changed)
     assert result.status is Status.UNRESOLVED
     result.score(0.0, "agent_timeout", "agent_timeout")

@@ -137,6 +137,11 @@ def stale_validation_verdict(wildcards):
 
 
 def validation_summary_inputs(wildcards):
+    # each task's verdict first: Snakemake looks at the verdicts as this rule's inputs before it builds
+    # their jobs, so a verdict that lacks a phase must be settled now to be made again
+    for task_id in PLAN.tasks:
+        verdict = names.validation_verdict(task_id)
+        STALE.settle(verdict, PLAN.validation_phases(task_id), "validation phase record(s)")
     made, needs = names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts()
     STALE.settle(made, needs, "task verdict(s)")
     return {"verdicts": needs, "releases": PLAN.releases(Purpose.VALIDATION)}

@@ -187,8 +187,14 @@ def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFr
     assert result["kind"] == "harbor" and result["reward"] == 1.0
     assert (run / result["trial_result"]).is_file()
     assert (run / "verifier/junit.xml").read_text().count("<testcase") > 0
-    staged = (run / "work/harbor/task/examples_calc-4/task.toml").read_text()
-    assert 'docker_image = "kotlin-bench/examples_calc:pr-4"' in staged
+    staged = run / "work/harbor/task/examples_calc-4"
+    built = json.loads((work / "results/images/task/examples_calc-4.json").read_text())["image"]
+    assert built.startswith("kotlin-bench/examples_calc:pr-4.ws-")  # the workflow's own name, not Harbor's
+    assert f'docker_image = "{built}"' in (staged / "task.toml").read_text()
+    assert (
+        yaml.safe_load((staged / "environment/docker-compose.yaml").read_text())["services"]["main"]["image"]
+        == built
+    )
 
 
 def test_unknown_and_duplicate_prediction_ids_stop_before_any_container(tmp_path: Path) -> None:

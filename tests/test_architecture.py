@@ -253,17 +253,6 @@ def test_image_names_are_spelled_in_one_module() -> None:
     assert spelled == []
 
 
-BENCH = REPO / "bench"
-
-
-@pytest.mark.parametrize(
-    "module", sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "__main__"), ids=str
-)
-def test_every_bench_module_imports(module: str) -> None:
-    """`python3 -m bench` must keep running after code moves (it once failed on a moved import)."""
-    importlib.import_module(f"bench.{module}" if module != "__init__" else "bench")
-
-
 @pytest.mark.parametrize("script", sorted(SCRIPTS.glob("*.py")), ids=lambda p: p.name)
 def test_every_name_a_rule_script_imports_exists(script: Path) -> None:
     """Rule scripts run only inside Snakemake; their imports from the package are checked here."""

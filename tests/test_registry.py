@@ -196,7 +196,8 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     ws.edit_task(TASK, "metadata.source", "code_change_id", str(pr))
     dockerfile = ws.root / "examples/tasks" / TASK / "environment/Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + f'LABEL kotlin-bench.test="{namespace}"\n')
-    image = names.task_image("examples_calc", pr)
+    image = names.built_task_image(names.task_image("examples_calc", pr), ws.root)
+    tag = image.rsplit(":", 1)[1]  # pr-<N>.ws-<workspace tag>: the workflow's own name
 
     prepared = ws.prepare(TASK)  # images built and pushed, the task materialized; no run yet
     assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
@@ -206,7 +207,7 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     base = read_sentinel(ws.root / names.base_sentinel("examples_calc", "base"))
     assert base.pushed and base.pushed.startswith(f"{url}/kotlin-bench/examples_calc@sha256:")
     repository, digest = split_reference(sentinel.pushed)
-    assert tag_digest(eng, repository, f"pr-{pr}") == digest
+    assert tag_digest(eng, repository, tag) == digest
 
     # A node without the image: remove it (ours alone); the run pulls it by digest.
     client.images.remove(sentinel.id, force=True)
@@ -220,11 +221,11 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     assert sentinel.pushed in pulled.attrs["RepoDigests"] and image in tags(client, sentinel.id)
 
     # Someone pushes other content under the tag: the run refuses it, naming image and both digests.
-    other = tiny_image(eng, tmp_path, f"{repository}:pr-{pr}", namespace)
+    other = tiny_image(eng, tmp_path, f"{repository}:{tag}", namespace)
     made.append(other)
-    for event in client.images.push(repository, tag=f"pr-{pr}", stream=True, decode=True):
+    for event in client.images.push(repository, tag=tag, stream=True, decode=True):
         assert "error" not in event, event
-    found = tag_digest(eng, repository, f"pr-{pr}")
+    found = tag_digest(eng, repository, tag)
     (ws.root / target).unlink()
     refused = ws.snakemake(target, timeout=1800)
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-3000:]  # an error result

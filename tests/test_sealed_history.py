@@ -11,6 +11,7 @@ from adversarial.common import Row, render
 from adversarial.sealed import run_sealed
 from kotlin_bench.core import names
 from kotlin_bench.dataset.task import discover
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -18,8 +19,8 @@ TASKS = [p.name for p in discover(REPO / "examples/tasks")]
 
 
 @pytest.fixture(scope="module")
-def sealed() -> dict[str, Row]:
-    rows = run_sealed()
+def sealed(finished_examples: Workspace) -> dict[str, Row]:
+    rows = run_sealed(workspace=finished_examples.root)
     print(render(rows, {}))
     return {row.name: row for row in rows}
 

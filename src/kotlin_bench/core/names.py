@@ -139,7 +139,8 @@ def task_image_release(task_id: str, purpose: str, results: str = RESULTS) -> st
 
 
 def task_image_rebuilt(task_id: str, results: str = RESULTS) -> str:
-    """The record of a task image built again by a job that needed it after its release (or pulled back)."""
+    """The record of a task image built again by a job that needed it after its release (a pull by digest
+    brings back the same image: its sentinel stays the record)."""
     return f"{results}/images/rebuilt/{task_id}.json"
 
 

@@ -198,10 +198,10 @@ class Plan:
         return [*image, ancient(self.materialized(task_id, names.INSTRUCTION)), *files]
 
     def task_image_use(self, task_id: str) -> list[Any]:
-        """What a step that runs in the task image depends on for it: the sentinel, `ancient` (the image
-        built again from the same inputs, after a release or a deleted sentinel, redoes no run), and what
-        the image is built from (a changed Dockerfile or base does redo the runs)."""
-        return [ancient(names.task_sentinel(task_id)), *self.task_image_inputs(task_id)]
+        """What a step that runs in the task image depends on for it: the sentinel (a rebuild by rule
+        task_image, after a changed Dockerfile or base, redoes the runs; an image released and brought back
+        by a job leaves the sentinel as it is, so it redoes none) and what the image is built from."""
+        return [names.task_sentinel(task_id), *self.task_image_inputs(task_id)]
 
     def _solve_input(self, task_dir: Path, path: Path) -> Any:
         """A materialized file a solve step reads is `ancient`: materialization, redone for any reason,

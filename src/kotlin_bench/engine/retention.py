@@ -7,8 +7,8 @@ are done: rule `release_task_image` (one job per task and `Purpose`) runs after 
 runs made on it keep their inputs and nothing reruns; the records say the image is gone (`image_state`).
 
 A job that needs a task image later (`ensure_task_image`) gets it back: with `registry:`, pulled by its
-recorded digest (the same image, the same id); without, built again from the task's environment/ (a new
-id). Either way results/images/rebuilt/<task>.json records it, with the id it replaces. Runs made on the
+recorded digest (the same image, the same id: its record stays as it is); without, built again from the
+task's environment/ (a new id), recorded in results/images/rebuilt/<task>.json with the id it replaces. Runs made on the
 previous id keep their verdicts and records (each result names the image id its step ran on); only the
 jobs that run from then on use the new one. One job per task does this at a time (a lock on the task's
 sentinel); the others wait for it and use what it made.
@@ -195,21 +195,13 @@ def ensure_task_image(engine: Engine, task: Task, registry: Registry | None, log
     built again (into `names.task_image_rebuilt`, build log `log`) when the engine no longer has it."""
     with _locked(task.id):
         path, record = current(task.id)
-        if image_id(engine.client, record.id) is None:
-            path = _bring_back(engine, task, record, registry, log)
-        return use_image(engine, path, registry)
+        if image_id(engine.client, record.id) is None and registry is None:
+            path = _build_again(engine, task, record, log)
+        return use_image(engine, path, registry)  # with a registry: pulled by the recorded digest
 
 
-def _bring_back(engine: Engine, task: Task, record: Sentinel, registry: Registry | None, log: Path) -> Path:
+def _build_again(engine: Engine, task: Task, record: Sentinel, log: Path) -> Path:
     rebuilt = Path(names.task_image_rebuilt(task.id))
-    if registry is not None:
-        use_image(engine, Path(names.task_sentinel(task.id)), registry)  # pulls the recorded digest
-        pulled = Sentinel(
-            record.image, record.id, _now(), pushed=record.pushed, size=record.size, replaces=record.id
-        )
-        pulled.write(rebuilt)
-        print(f"{record.image}: pulled back from {registry.url} ({record.id[:19]})", flush=True)
-        return rebuilt
     repo_key, tag = names.image_parts(task.base_image)
     base = Path(names.base_sentinel(repo_key, tag))
     print(
@@ -222,10 +214,6 @@ def _bring_back(engine: Engine, task: Task, record: Sentinel, registry: Registry
         flush=True,
     )
     return rebuilt
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
