@@ -232,7 +232,8 @@ def build(client: Any, root: Path, dockerfile: str, tag: str, ours: bool = True)
     context.mkdir(parents=True)
     (context / "Dockerfile").write_text(dockerfile, encoding="utf-8")
     if ours:
-        return stream_build(client, context, "Dockerfile", tag, 120, io.StringIO(), Path(names.BUILD_LEDGER))
+        engine = connect()  # the workspaces here run on the default engine, Docker
+        return stream_build(engine, context, "Dockerfile", tag, 120, io.StringIO(), Path(names.BUILD_LEDGER))
     for _ in client.api.build(path=str(context), tag=tag, rm=True, decode=True):
         pass
     found = image_id(client, tag)
@@ -308,7 +309,7 @@ def test_images_no_record_names_and_the_build_cache_go_and_all_images_releases_k
 
         assert ws.planned(names.verify_result("oracle", TASK, 1)) == {}, "releasing reruns nothing"
         # The next job that needs the image builds it again (from the cache) and the records say present.
-        again = retention.ensure_task_image(client, task, None, tmp_path / "again.log")
+        again = retention.ensure_task_image(connect(), task, None, tmp_path / "again.log")
         assert image_id(client, again.id) == again.id
         assert retention.image_state(TASK, str(ws.root / names.RESULTS)) is retention.ImageState.PRESENT
     finally:

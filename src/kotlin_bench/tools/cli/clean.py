@@ -91,13 +91,14 @@ def report_removals(removals: list[Removal]) -> int:
 
 
 def _engine_of(root: Path) -> EngineSettings:
-    """The engine the workspace's config.yaml names (`engine:`; Docker when it names none)."""
+    """The engine the workspace's config.yaml names (`engine:`; Docker when it has none, or no config)."""
     import yaml
 
     from kotlin_bench.engine.engine import EngineSettings
 
-    config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8")) or {}
-    return EngineSettings.from_config(config.get("engine"))
+    path = root / "config.yaml"
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return EngineSettings.from_config((config or {}).get("engine"))
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
