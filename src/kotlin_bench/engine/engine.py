@@ -35,6 +35,9 @@ DOCKER_SETUP = "scripts/setup_docker.sh"
 PODMAN_SETUP = "scripts/setup_podman.sh"
 ROOTFUL_PODMAN_SOCKET = "/run/podman/podman.sock"
 LIBPOD_API = "/v4.0.0/libpod"  # Podman's own API (any v4 prefix is served by every Podman 4)
+# The Docker API version spoken to Podman, which serves 1.41 from Podman 4 on: named, not negotiated
+# (negotiating asks /version, which Podman answers in about a third of a second, and we ask it anyway).
+PODMAN_DOCKER_API = "1.41"
 # What a container may start (threads count: a JVM's are processes to the kernel). A Gradle build with its
 # daemon (~150 threads), a Kotlin daemon (~100) and a test worker per CPU (~50 each, plus the tests' own
 # pools) stays under 1,000; the default leaves four times that, and more per CPU on big tasks.
@@ -192,7 +195,8 @@ def _connect(settings: EngineSettings, timeout: int) -> Engine:
         if url is None:
             client = docker.from_env(timeout=timeout)
         else:
-            client = docker.DockerClient(base_url=url, timeout=timeout)
+            api = PODMAN_DOCKER_API if settings.kind is Kind.PODMAN else None
+            client = docker.DockerClient(base_url=url, timeout=timeout, version=api)
         client.ping()
         version = client.version()
     except docker.errors.DockerException as exc:
