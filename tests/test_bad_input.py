@@ -10,7 +10,7 @@ import pytest
 from adversarial.bad_input import apply_patch, init_repo, run_bad_inputs, run_bad_task_keep_going
 from adversarial.common import TASK, Row, render
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO
+from tests.conftest import REPO, without_runs
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +76,10 @@ def test_a_binary_hunk_inside_the_repository_applies(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("docker_engine")
-def test_one_bad_task_does_not_stop_the_others(tmp_path_factory: pytest.TempPathFactory) -> None:
-    ws = Workspace.create(tmp_path_factory.mktemp("badtask") / "ws", REPO)
+def test_one_bad_task_does_not_stop_the_others(
+    tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace
+) -> None:
+    ws = without_runs(finished_examples, tmp_path_factory.mktemp("badtask") / "ws")
     try:
         planning, running = run_bad_task_keep_going(ws)
     finally:

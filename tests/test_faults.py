@@ -15,7 +15,7 @@ from adversarial.common import Row, render
 from adversarial.faults import ensure_engine, run_engine_restart, run_faults, run_signals
 from kotlin_bench.core import names
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO
+from tests.conftest import without_runs
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 
@@ -31,15 +31,15 @@ def _rows(ws: Workspace, run: object) -> dict[str, Row]:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
+def batch(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> dict[str, Row]:
     if os.geteuid() != 0:
         pytest.skip("the full-disk fault mounts a tmpfs: needs root")
-    return _rows(Workspace.create(tmp_path_factory.mktemp("faults") / "ws", REPO), run_faults)
+    return _rows(without_runs(finished_examples, tmp_path_factory.mktemp("faults") / "ws"), run_faults)
 
 
 @pytest.fixture(scope="module")
-def signals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
-    return _rows(Workspace.create(tmp_path_factory.mktemp("signals") / "ws", REPO), run_signals)
+def signals(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> dict[str, Row]:
+    return _rows(without_runs(finished_examples, tmp_path_factory.mktemp("signals") / "ws"), run_signals)
 
 
 @pytest.mark.parametrize(
@@ -72,11 +72,15 @@ def test_interrupted_snakemake_leaves_nothing_and_resumes(signals: dict[str, Row
     assert row.ok, f"{row.name}: {row.outcome}: {row.why}"
 
 
-def test_docker_daemon_restart_mid_run_is_retried(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_docker_daemon_restart_mid_run_is_retried(
+    tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace
+) -> None:
     if os.geteuid() != 0 or not os.path.exists("/var/run/docker.pid"):
         pytest.skip("restarting dockerd needs root and a local daemon")
     try:
-        rows = _rows(Workspace.create(tmp_path_factory.mktemp("engine") / "ws", REPO), run_engine_restart)
+        rows = _rows(
+            without_runs(finished_examples, tmp_path_factory.mktemp("engine") / "ws"), run_engine_restart
+        )
     finally:
         ensure_engine()  # whatever happened, the engine runs again
     row = rows["Docker daemon restarted mid-run"]

@@ -20,6 +20,7 @@ from kotlin_bench.dataset.materialize import PublishedSource
 from kotlin_bench.dataset.spec import parse_dataset
 from kotlin_bench.engine.network import phase_env
 from kotlin_bench.tools.cli import main
+from kotlin_bench.tools.workspace import Workspace
 
 BASE = "0123456789abcdef0123456789abcdef01234567"
 HOSTS = ["repo1.maven.org", "plugins.gradle.org"]
@@ -525,17 +526,17 @@ def test_cli_exit_status_and_report(
 # --------------------------------------------------------------------------- on the example dataset
 
 
-@pytest.mark.usefixtures("docker_engine")
-def test_a_fix_with_edited_hidden_test_files_resolves_as_published(tmp_path: Path) -> None:
+def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
+    tmp_path: Path, finished_examples: Workspace
+) -> None:
     """An agent that writes the fix and also edits the test file the hidden test patch changes (and adds
     the tests it adds, its own way) resolves: the published verifier restores those files first. With
     `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed)."""
     from kotlin_bench.core.record import Status
-    from kotlin_bench.tools.workspace import Workspace
-    from tests.conftest import REPO
+    from tests.conftest import REPO, without_runs
 
     task = "examples_calc-4"
-    ws = Workspace.create(tmp_path / "ws", REPO)
+    ws = without_runs(finished_examples, tmp_path / "ws")
     attacks = REPO / "examples/adversarial/attacks"
     script = (
         (attacks / "gold-script.sh").read_text()

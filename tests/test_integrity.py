@@ -19,7 +19,7 @@ from kotlin_bench.results.provenance import stale_results
 from kotlin_bench.runs import tamper as integrity
 from kotlin_bench.scoring.rescore import rescore, verdict_problem
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO
+from tests.conftest import REPO, without_runs
 
 CALC = REPO / "examples/tasks/examples_calc-4"
 
@@ -165,8 +165,8 @@ def test_make_task_digest_changes_with_any_file(make_task: Callable[..., Path]) 
 
 
 @pytest.fixture(scope="module")
-def attack_rows(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> dict[str, Row]:
-    ws = Workspace.create(tmp_path_factory.mktemp("attacks") / "ws", REPO)
+def attack_rows(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> dict[str, Row]:
+    ws = without_runs(finished_examples, tmp_path_factory.mktemp("attacks") / "ws")
     try:
         rows = run_attacks(ws)
     finally:

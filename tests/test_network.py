@@ -21,8 +21,11 @@ from typing import Any
 
 import pytest
 
+from kotlin_bench.core import names
 from kotlin_bench.engine import containers, jvmproxy, network
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
+from kotlin_bench.engine.images import read_sentinel
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import DOCKER_ONLY
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
@@ -507,19 +510,10 @@ JAVA_VERSION = 'java -version 2>&1; echo "java_tool_options=${JAVA_TOOL_OPTIONS-
 
 
 @pytest.fixture(scope="module")
-def example_image(tmp_path_factory: pytest.TempPathFactory, docker_engine: None) -> Iterator[str]:
-    """The task image of an example (OpenJDK 17 from Debian, whose conf/ links into /etc)."""
-    from kotlin_bench.core import names
-    from kotlin_bench.engine.images import read_sentinel
-    from kotlin_bench.tools.workspace import Workspace
-    from tests.conftest import REPO
-
-    ws = Workspace.create(tmp_path_factory.mktemp("network-example") / "ws", REPO)
-    prepared = ws.prepare(EXAMPLE_TASK)
-    assert prepared.returncode == 0, prepared.stderr[-3000:]
-    yield read_sentinel(ws.root / names.task_sentinel(EXAMPLE_TASK)).id
-    for container in ws.containers():
-        containers.remove(container)
+def example_image(finished_examples: Workspace) -> str:
+    """The task image of an example (OpenJDK 17 from Debian, whose conf/ links into /etc), as the session's
+    finished run of the examples built it."""
+    return read_sentinel(finished_examples.root / names.task_sentinel(EXAMPLE_TASK)).id
 
 
 EXAMPLE_TASK = "examples_calc-4"

@@ -14,7 +14,7 @@ from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine.retention import ImageState, Outcome, Purpose, Release, image_state
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO
+from tests.conftest import without_runs
 from tests.test_workflow_e2e import planned_jobs
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -46,8 +46,8 @@ def _verdicts(root: Path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
-    ws = Workspace.create(tmp_path_factory.mktemp("retention") / "ws", REPO)
+def ws(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -> Workspace:
+    ws = without_runs(finished_examples, tmp_path_factory.mktemp("retention") / "ws")
     agents = [{"name": "oracle", "kind": "oracle"}, {"name": "nop", "kind": "nop"}]
     ws.configure(TASKS, agents, images={"keep": "bases"})
     dockerfile = ws.root / "examples/tasks" / OWN / "environment/Dockerfile"

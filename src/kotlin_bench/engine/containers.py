@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kotlin_bench.core import names
 from kotlin_bench.engine import cgroups
@@ -54,11 +54,34 @@ class ExecResult:
     process_limit: bool = False
 
 
+def gone(exc: Exception) -> bool:
+    """Whether an engine error says the container no longer exists: Docker answers 404, Podman's
+    Docker-compatible API 500 with "no such container" for one removed a moment before."""
+    import docker
+
+    if isinstance(exc, docker.errors.NotFound):
+        return True
+    return isinstance(exc, docker.errors.APIError) and "no such container" in str(exc).lower()
+
+
+def listed(client: docker.DockerClient, filters: dict[str, Any], everything: bool = True) -> list[Container]:
+    """The containers matching `filters` (stopped ones too unless `everything` is False), each inspected;
+    one removed between the listing and its inspection (a run ending meanwhile) is left out."""
+    found = []
+    for sparse in client.containers.list(all=everything, filters=filters, sparse=True):
+        try:
+            found.append(client.containers.get(sparse.id))
+        except Exception as exc:
+            if not gone(exc):
+                raise
+    return found
+
+
 def reap(client: docker.DockerClient, run_key: str) -> int:
     """Remove containers left behind by an earlier, interrupted attempt at the same run."""
-    stale = client.containers.list(all=True, filters={"label": f"{names.LABEL_RUN}={run_key}"})
+    stale = listed(client, {"label": f"{names.LABEL_RUN}={run_key}"})
     for container in stale:
-        container.remove(force=True)
+        remove(container)
     return len(stale)
 
 
@@ -99,10 +122,12 @@ def bounded(container: Container, argv: list[str]) -> list[str]:
 
 
 def remove(container: Container) -> None:
-    import docker
-
-    with contextlib.suppress(docker.errors.NotFound):
+    """Remove the container, stopping it first; one already gone is fine."""
+    try:
         container.remove(force=True)
+    except Exception as exc:
+        if not gone(exc):
+            raise
 
 
 def run(
@@ -206,8 +231,13 @@ def restart(container: Container) -> None:
 
 
 def init_pid(container: Container) -> int:
-    """The host's pid of the container's init (0 when it is not running)."""
-    container.reload()
+    """The host's pid of the container's init (0 when it is not running, or gone)."""
+    try:
+        container.reload()
+    except Exception as exc:
+        if gone(exc):
+            return 0
+        raise
     return int((container.attrs.get("State") or {}).get("Pid") or 0)
 
 

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import jvmproxy, podman
+from kotlin_bench.engine import containers, jvmproxy, podman
 from kotlin_bench.engine.images import ImageError, image_id, stream_build, workdir_label
 
 if TYPE_CHECKING:
@@ -192,12 +192,15 @@ def reap_networks(engine: Engine, run_key: str) -> int:
     import docker
 
     client = engine.client
-    proxies = client.containers.list(
-        all=True, filters={"label": [f"{names.LABEL_RUN}={run_key}", f"{names.LABEL_ROLE}={PROXY_ROLE}"]}
+    proxies = containers.listed(
+        client, {"label": [f"{names.LABEL_RUN}={run_key}", f"{names.LABEL_ROLE}={PROXY_ROLE}"]}
     )
     for proxy in proxies:
-        with contextlib.suppress(docker.errors.NotFound):
+        try:
             proxy.remove(force=True)
+        except docker.errors.APIError as exc:
+            if not containers.gone(exc):
+                raise
     name = network_name(run_key)
     removed = 0
     # `names` matches substrings; only this run's network, by exact name, is ever removed.

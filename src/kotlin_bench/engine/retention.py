@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.dataset.task import Task
+from kotlin_bench.engine import containers
 from kotlin_bench.engine.images import (
     ImageError,
     ImageRef,
@@ -176,7 +177,7 @@ def _remove(engine: Engine, record: Sentinel) -> tuple[Outcome, str]:
     except docker.errors.ImageNotFound:
         return Outcome.GONE, ""
     except docker.errors.APIError:
-        users = client.containers.list(all=True, filters={"ancestor": record.id})
+        users = containers.listed(client, {"ancestor": record.id})
         if users:
             return Outcome.KEPT, "used by container(s) " + ", ".join(c.name for c in users)
         tags = [

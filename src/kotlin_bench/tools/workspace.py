@@ -177,10 +177,11 @@ class Workspace:
 
     def containers(self, running_only: bool = False) -> list[Any]:
         """This workspace's containers (task containers and egress proxies): their run key ends in its tag."""
+        from kotlin_bench.engine.containers import listed
         from kotlin_bench.engine.engine import connect
 
         client = connect(self.engine()).client
-        found = client.containers.list(all=not running_only, filters={"label": names.LABEL_RUN})
+        found = listed(client, {"label": names.LABEL_RUN}, everything=not running_only)
         return [c for c in found if c.labels.get(names.LABEL_RUN, "").endswith(f".{self.tag()}")]
 
 
