@@ -1,5 +1,12 @@
+import gc
 import sys
 from pathlib import Path
+
+# Snakemake keeps every job with its files until it exits: two jobs per run, 31,000 at 15,000 runs. At
+# Python's default thresholds (700, 10, 10) the collector goes through all of them again at each full
+# collection, about a sixth of the CPU time of a dry run at that scale (bench/README.md, section 4); a
+# full collection now waits for 1,000 collections of the middle generation instead of 10.
+gc.set_threshold(1000, 20, 1000)
 
 # This checkout's package first, whichever clone `scripts/setup.sh` installed editable: the rules and
 # (through PYTHONPATH) the rule scripts import it, or the workflow refuses (kotlin_bench.core.checkout).
@@ -141,7 +148,9 @@ def validation_summary_inputs(wildcards):
     # their jobs, so a verdict that lacks a phase must be settled now to be made again
     for task_id in PLAN.tasks:
         verdict = names.validation_verdict(task_id)
-        STALE.settle(verdict, PLAN.validation_phases(task_id), "validation phase record(s)")
+        STALE.settle(
+            verdict, PLAN.validation_phases(task_id), "validation phase record(s)"
+        )
     made, needs = names.VALIDATION_SUMMARY_CSV, PLAN.validation_verdicts()
     STALE.settle(made, needs, "task verdict(s)")
     return {"verdicts": needs, "releases": PLAN.releases(Purpose.VALIDATION)}

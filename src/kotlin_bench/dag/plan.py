@@ -2,6 +2,12 @@
 
 `rules/common.smk` builds a `Plan` once from the validated config; input functions ask it for paths.
 Keeping this in Python keeps the rules thin and makes the DAG's shape testable without Snakemake.
+
+Snakemake calls the input functions, params and resources of every job, two jobs per run (solve, verify):
+30,000 jobs at 15,000 runs, while all the runs of a task (agents x attempts) depend on the same files. What
+depends on the task (and the agent) alone is computed once per Plan and kept (`Plan._memo`), and the lists
+are copied for each job; the Plan is not changed once made, and the dicts it gives as rule parameters are
+shared by the jobs and not changed either.
 """
 
 from __future__ import annotations
@@ -10,10 +16,10 @@ import functools
 import hashlib
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from snakemake.io import ancient
 
@@ -38,6 +44,8 @@ from kotlin_bench.runs.agents import Agent, agent_from_config, kind_of
 from kotlin_bench.validation.records import phase_labels
 
 HEALTHCHECK_AGENTS = ("oracle", "nop")  # the health check's agents: name = kind
+
+T = TypeVar("T")
 
 
 @functools.cache
@@ -76,6 +84,16 @@ class Plan:
     sizing: Sizing = field(default_factory=Sizing)
     base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
     keep: Keep = Keep.ALL  # which images stay (config images.keep)
+    # what the per-job functions computed, by (function, task, agent): see the module's docstring
+    _memo: dict[tuple[str, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def _once(self, key: tuple[str, ...], make: Callable[[], T]) -> T:
+        """`make()`, computed on the first call with `key` only (`make` must depend on nothing else)."""
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     @classmethod
     def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
@@ -136,7 +154,7 @@ class Plan:
 
     def task_dir(self, task_id: str) -> str:
         """The task's directory relative to the workflow root (a stable rule parameter)."""
-        return str(self.tasks[task_id].path.relative_to(self.root))
+        return self._once(("task_dir", task_id), lambda: str(self.tasks[task_id].path.relative_to(self.root)))
 
     def agent(self, name: str) -> Agent:
         """A configured agent, or one of the health check's (`oracle`, `nop`) when not configured."""
@@ -147,7 +165,8 @@ class Plan:
         raise ValueError(f"no agent named {name!r} is configured (configured: {', '.join(self.agents)})")
 
     def agent_config(self, name: str) -> dict[str, Any]:
-        return asdict(self.agent(name))
+        """The agent's configuration (a rule parameter; one dict per agent, shared by its jobs: not changed)."""
+        return self._once(("agent_config", name), lambda: asdict(self.agent(name)))
 
     def prediction_digest(self, agent: str, task_id: str) -> str | None:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
@@ -171,6 +190,9 @@ class Plan:
         return inputs
 
     def task_image_inputs(self, task_id: str) -> list[str]:
+        return list(self._once(("task_image_inputs", task_id), lambda: self._task_image_inputs(task_id)))
+
+    def _task_image_inputs(self, task_id: str) -> tuple[str, ...]:
         task = self.tasks[task_id]
         base = self.bases[task.base_image]
         environment = [
@@ -180,7 +202,7 @@ class Plan:
         ]
         # A warm-up patch is materialized: the image then waits for the task's materialization.
         stamp = [self.stamp(task_id)] if task.warmup_patch else []
-        return [names.base_sentinel(base.repo_key, base.tag), *environment, *stamp]
+        return (names.base_sentinel(base.repo_key, base.tag), *environment, *stamp)
 
     def materialized(self, task_id: str, rel: str) -> str:
         """A file materialization writes (an output of rule materialize), relative to the workflow."""
@@ -190,12 +212,18 @@ class Plan:
         """A solve step depends on the task image (first, when the agent kind needs one), the task's
         instruction and the files the agent kind reads (the oracle's solution, a script agent's script);
         never on tests/ or the verifier, so that editing those redoes no agent's work."""
+        listed = self._once(("solve_inputs", agent, task_id), lambda: self._solve_inputs(agent, task_id))
+        # a fresh `ancient` flag per job: Snakemake keeps a flagged path's flags with that job's files
+        return [ancient(path) if old else path for path, old in listed]
+
+    def _solve_inputs(self, agent: str, task_id: str) -> tuple[tuple[str, bool], ...]:
+        """The solve step's inputs as (path, ancient)."""
         configured = self.agent(agent)
         kind = kind_of(configured)
         task_dir = Path(self.task_dir(task_id))
-        image = self.task_image_use(task_id) if kind.needs_image else []
+        image = [(path, False) for path in self.task_image_use(task_id)] if kind.needs_image else []
         files = [self._solve_input(task_dir, p) for p in kind.inputs(configured, task_dir)]
-        return [*image, ancient(self.materialized(task_id, names.INSTRUCTION)), *files]
+        return (*image, (self.materialized(task_id, names.INSTRUCTION), True), *files)
 
     def task_image_use(self, task_id: str) -> list[Any]:
         """What a step that runs in the task image depends on for it: the sentinel (a rebuild by rule
@@ -203,16 +231,29 @@ class Plan:
         by a job leaves the sentinel as it is, so it redoes none) and what the image is built from."""
         return [names.task_sentinel(task_id), *self.task_image_inputs(task_id)]
 
-    def _solve_input(self, task_dir: Path, path: Path) -> Any:
+    def _solve_input(self, task_dir: Path, path: Path) -> tuple[str, bool]:
         """A materialized file a solve step reads is `ancient`: materialization, redone for any reason,
         never redoes an agent's work by itself (the work record keeps the digest of what the agent saw,
         and the summary names work made from a file that has changed since)."""
         rel = path.relative_to(task_dir).as_posix() if path.is_relative_to(task_dir) else None
-        return ancient(str(path)) if rel in names.MATERIALIZED else str(path)
+        return str(path), rel in names.MATERIALIZED
 
     def verify_inputs(self, agent: str, task_id: str, attempt: str) -> dict[str, Any]:
         """A verify step depends on the run's work record, the task image and everything under the task's
         tests/ (the committed files and the materialized test patch and expected lists)."""
+        image, image_inputs, tests = self._once(
+            ("verify_inputs", task_id), lambda: self._verify_inputs(task_id)
+        )
+        return {
+            "work": names.work_record(agent, task_id, attempt),
+            "image": image,
+            "image_inputs": list(image_inputs),
+            "tests": list(tests),
+        }
+
+    def _verify_inputs(self, task_id: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """What a verify step depends on besides its work record: the task image's sentinel, what the image
+        is built from, and the task's tests/."""
         task = self.tasks[task_id]
         committed = [
             str(Path(p).relative_to(self.root))
@@ -221,31 +262,37 @@ class Plan:
         ]
         materialized = [self.materialized(task_id, f) for f in (names.TEST_PATCH, names.EXPECTED_TESTS)]
         image, *image_inputs = self.task_image_use(task_id)
-        return {
-            "work": names.work_record(agent, task_id, attempt),
-            "image": image,
-            "image_inputs": image_inputs,
-            "tests": [*committed, *materialized],
-        }
+        return image, tuple(image_inputs), (*committed, *materialized)
 
     def solve_phase(self, task_id: str) -> dict[str, Any]:
-        """What the agent phase reads of task.toml (a rule parameter: editing it redoes the agent's work)."""
-        task = self.tasks[task_id]
+        """What the agent phase reads of task.toml (a rule parameter: editing it redoes the agent's work;
+        one dict per task, shared by its jobs: not changed)."""
+        return self._once(("solve_phase", task_id), lambda: self._solve_phase(self.tasks[task_id]))
+
+    @staticmethod
+    def _solve_phase(task: Task) -> dict[str, Any]:
         return {"agent": asdict(task.agent), **_repository_facts(task)}
 
     def verify_phase(self, task_id: str) -> dict[str, Any]:
-        """What the verifier phase reads of task.toml (a rule parameter: editing it redoes verification)."""
-        task = self.tasks[task_id]
+        """What the verifier phase reads of task.toml (a rule parameter: editing it redoes verification;
+        one dict per task, shared by its jobs: not changed)."""
+        return self._once(("verify_phase", task_id), lambda: self._verify_phase(self.tasks[task_id]))
+
+    @staticmethod
+    def _verify_phase(task: Task) -> dict[str, Any]:
         scorer = {"strip_test_name_suffixes": list(task.strip_test_name_suffixes)}
         return {"verifier": asdict(task.verifier), **_repository_facts(task), **scorer}
 
     def solve_resources(self, agent: str, task_id: str) -> JobResources:
         """What a solve step asks the scheduler for (kotlin_bench.dag.resources has the rule)."""
-        kind = kind_of(self.agent(agent))
-        return self.sizing.for_solve(self.tasks[task_id], kind.verifies_in_trial)
+        trial = kind_of(self.agent(agent)).verifies_in_trial
+        return self._once(
+            ("solve_resources", str(trial), task_id),
+            lambda: self.sizing.for_solve(self.tasks[task_id], trial),
+        )
 
     def verify_resources(self, task_id: str) -> JobResources:
-        return self.sizing.for_verify(self.tasks[task_id])
+        return self._once(("verify_resources", task_id), lambda: self.sizing.for_verify(self.tasks[task_id]))
 
     def validation_inputs(self, task_id: str) -> list[str]:
         """A validation phase depends on the task image, the committed files it copies in (task.toml,
