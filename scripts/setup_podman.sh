@@ -53,13 +53,20 @@ write_conf() {
     say "wrote $file"
   fi
 }
-answers() { curl -s --max-time 5 --unix-socket "$1" http://d/_ping 2>/dev/null | grep -qx OK; }
-# Start `podman system service` on socket $1 from the scratch directory $2 unless the socket answers.
+# The service answers what the workflow asks first (its version), not only its ping: a service whose
+# storage was reset under it (`podman system reset`) still pings and hangs on everything else.
+answers() { curl -s --max-time 10 --unix-socket "$1" http://d/version 2>/dev/null | grep -q '"ApiVersion"'; }
+# Start `podman system service` on socket $1 from the scratch directory $2 unless the socket answers; a
+# service of this script's on that socket that does not answer is stopped first.
 start_service() {
   local socket=$1 scratch=$2 waited=0
   if answers "$socket"; then
     say "service already answers on $socket"
     return 0
+  fi
+  if pkill -f "^podman system service --time=0 unix://$socket\$"; then
+    say "stopped a service on $socket that did not answer"
+    sleep 1
   fi
   mkdir -p "$(dirname "$socket")" "$scratch"
   rm -f "$socket"

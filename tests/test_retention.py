@@ -12,6 +12,7 @@ import pytest
 
 from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
+from kotlin_bench.engine.images import read_sentinel
 from kotlin_bench.engine.retention import ImageState, Outcome, Purpose, Release, image_state
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import without_runs
@@ -20,8 +21,9 @@ from tests.test_workflow_e2e import planned_jobs
 pytestmark = pytest.mark.usefixtures("docker_engine")
 TASKS = ["examples_calc-4", "examples_slug-8"]
 # A task whose image only this workspace has (a label of its own in the Dockerfile): removing it really
-# frees it, and bringing it back really builds it. The other task's image may be shared (by id, from the
-# build cache) with the session's finished workspace: releasing it then removes only this workspace's name.
+# frees it, and bringing it back really builds it. The other task's image is the session's finished
+# workspace's (this workspace is a copy of it): releasing it removes only this workspace's name, and the
+# image stays under the other's.
 OWN = "examples_calc-4"
 VERDICT = ["agent", "task", "status", "reward", "reason"]
 
@@ -65,7 +67,10 @@ def test_bases_only_ends_with_no_task_image_and_the_verdicts_of_keep_all(
         release = Release.read(ws.root / names.task_image_release(task, Purpose.RUNS))
         assert image_state(task, str(ws.root / names.RESULTS)) is ImageState.RELEASED
         # an image shared by id with another workspace loses only this workspace's name
-        assert release.outcome in ((Outcome.REMOVED,) if task == OWN else (Outcome.REMOVED, Outcome.UNTAGGED))
+        assert release.outcome is (Outcome.REMOVED if task == OWN else Outcome.UNTAGGED), release
+        if task != OWN:
+            theirs = read_sentinel(finished_examples.root / names.task_sentinel(task))
+            assert theirs.id == release.id and _named(theirs.image), "the other workspace keeps its image"
     pd.testing.assert_frame_equal(_verdicts(ws.root), _verdicts(finished_examples.root))
     report = (ws.root / names.SUMMARY_MD).read_text()
     assert "## Task images" in report and report.count("| released |") == len(TASKS)

@@ -168,27 +168,30 @@ def _write_release(
 def _remove(engine: Engine, record: Sentinel) -> tuple[Outcome, str]:
     """Remove the image, never its parents: the engine would otherwise also delete an untagged base it was
     built FROM (one whose tag another workspace's build moved), which this workspace's records still name
-    and the next rebuild needs."""
+    and the next rebuild needs. An image that has other names too (a copy of this workspace, results
+    and all, runs on the same image under its own name) loses only this workspace's name: removing it
+    by id would take the names of the same repository with it, and the other workspace's image too."""
     import docker
 
     client = engine.client
+    ours = (record.image, engine.local_name(record.image))
     try:
-        client.images.remove(record.id, noprune=True)
+        others = [t for t in client.images.get(record.id).tags if t not in ours]
+        detail = "also named " + ", ".join(others)
+        if not others:
+            client.images.remove(record.id, noprune=True)
+            return Outcome.REMOVED, ""
     except docker.errors.ImageNotFound:
         return Outcome.GONE, ""
-    except docker.errors.APIError:
+    except docker.errors.APIError as exc:
         users = containers.listed(client, {"ancestor": record.id})
         if users:
             return Outcome.KEPT, "used by container(s) " + ", ".join(c.name for c in users)
-        tags = [
-            t
-            for t in client.images.get(record.id).tags
-            if t not in (record.image, engine.local_name(record.image))
-        ]
+        detail = f"not removed ({exc.explanation or exc}): this workspace's name only"
+    for name in ours:
         with contextlib.suppress(docker.errors.ImageNotFound):
-            client.images.remove(engine.local_name(record.image), noprune=True)
-        return Outcome.UNTAGGED, "also named " + ", ".join(tags)
-    return Outcome.REMOVED, ""
+            client.images.remove(name, noprune=True)
+    return Outcome.UNTAGGED, detail
 
 
 def ensure_task_image(engine: Engine, task: Task, registry: Registry | None, log: Path) -> ImageRef:
