@@ -22,8 +22,7 @@ pytestmark = pytest.mark.usefixtures("docker_engine")
 TASKS = ["examples_calc-4", "examples_slug-8"]
 # A task whose image only this workspace has (a label of its own in the Dockerfile): removing it really
 # frees it, and bringing it back really builds it. The other task's image is the session's finished
-# workspace's (this workspace is a copy of it): releasing it removes only this workspace's name, and the
-# image stays under the other's.
+# workspace's (this workspace is a copy of it, and runs on that image): releasing it leaves it there.
 OWN = "examples_calc-4"
 VERDICT = ["agent", "task", "status", "reward", "reason"]
 
@@ -62,18 +61,20 @@ def ws(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -
 def test_bases_only_ends_with_no_task_image_and_the_verdicts_of_keep_all(
     ws: Workspace, finished_examples: Workspace
 ) -> None:
-    assert not [image for image in _our_names(ws).values() if _named(image)]
+    assert not _named(_our_names(ws)[OWN])
     for task in TASKS:
         release = Release.read(ws.root / names.task_image_release(task, Purpose.RUNS))
-        assert image_state(task, str(ws.root / names.RESULTS)) is ImageState.RELEASED
-        # an image shared by id with another workspace loses only this workspace's name
-        assert release.outcome is (Outcome.REMOVED if task == OWN else Outcome.UNTAGGED), release
-        if task != OWN:
+        state = image_state(task, str(ws.root / names.RESULTS))
+        if task == OWN:
+            assert (release.outcome, state) == (Outcome.REMOVED, ImageState.RELEASED), release
+        else:  # the finished workspace's image: it stays, under its name
             theirs = read_sentinel(finished_examples.root / names.task_sentinel(task))
+            assert (release.outcome, state) == (Outcome.KEPT, ImageState.PRESENT), release
+            assert f"built by another workspace ({finished_examples.root})" in release.detail
             assert theirs.id == release.id and _named(theirs.image), "the other workspace keeps its image"
     pd.testing.assert_frame_equal(_verdicts(ws.root), _verdicts(finished_examples.root))
     report = (ws.root / names.SUMMARY_MD).read_text()
-    assert "## Task images" in report and report.count("| released |") == len(TASKS)
+    assert "## Task images" in report and report.count("| released |") == 1
     assert planned_jobs(ws.root) == {}  # a second invocation has nothing to do
 
 

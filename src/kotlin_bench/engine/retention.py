@@ -42,6 +42,7 @@ from kotlin_bench.engine.images import (
     image_id,
     read_sentinel,
     use_image,
+    workdir_label,
 )
 from kotlin_bench.engine.registry import Registry
 
@@ -73,7 +74,7 @@ class Outcome(StrEnum):
     REMOVED = "removed"  # the image is gone from the engine
     GONE = "gone"  # it was not there any more
     UNTAGGED = "untagged"  # it has other names: only the workflow's was removed, its layers stay
-    KEPT = "kept"  # a container still uses it: it stays (the detail names the containers)
+    KEPT = "kept"  # a container uses it, or another workspace built it: it stays (the detail says which)
 
 
 class ImageState(StrEnum):
@@ -168,15 +169,20 @@ def _write_release(
 def _remove(engine: Engine, record: Sentinel) -> tuple[Outcome, str]:
     """Remove the image, never its parents: the engine would otherwise also delete an untagged base it was
     built FROM (one whose tag another workspace's build moved), which this workspace's records still name
-    and the next rebuild needs. An image that has other names too (a copy of this workspace, results
-    and all, runs on the same image under its own name) loses only this workspace's name: removing it
-    by id would take the names of the same repository with it, and the other workspace's image too."""
+    and the next rebuild needs. An image another workspace built (this one is a copy of it, results and
+    all, and runs on the same image under the same name) stays: it is that workspace's. An image that
+    has other names too loses only this workspace's name: removing it by id would take every name of
+    the same repository with it."""
     import docker
 
     client = engine.client
     ours = (record.image, engine.local_name(record.image))
     try:
-        others = [t for t in client.images.get(record.id).tags if t not in ours]
+        image = client.images.get(record.id)
+        owner = (image.labels or {}).get(names.LABEL_WORKDIR)
+        if owner is not None and owner != workdir_label()[names.LABEL_WORKDIR]:
+            return Outcome.KEPT, f"built by another workspace ({owner}), whose image it stays"
+        others = [t for t in image.tags if t not in ours]
         detail = "also named " + ", ".join(others)
         if not others:
             client.images.remove(record.id, noprune=True)
