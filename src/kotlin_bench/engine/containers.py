@@ -95,15 +95,16 @@ def start(
     pids: int,
     hostname: str | None = None,
 ) -> Container:
-    """Start a container that idles until told what to do; `hostname` None: the engine's random one."""
+    """Start a container that idles until told what to do; `hostname` None: the engine's random one. A
+    container the engine created but could not start is removed before the error goes up (it would
+    otherwise stay behind, `Created`, after the step's next try succeeds)."""
     host_cpus = os.cpu_count() or 1
     labels = {names.LABEL_RUN: run_key, **labels}
     if "pids" in engine.unlimited:
         labels[names.LABEL_NPROC] = str(pids)
-    return engine.client.containers.run(
+    container = engine.client.containers.create(
         image,
         entrypoint=KEEPALIVE,
-        detach=True,
         labels=labels,
         nano_cpus=int(min(cpus, host_cpus) * 1e9),
         mem_limit=f"{memory_mb}m",
@@ -111,6 +112,13 @@ def start(
         pids_limit=pids,
         hostname=hostname,
     )
+    try:
+        container.start()
+        container.reload()
+    except BaseException:
+        remove(container)
+        raise
+    return container
 
 
 def bounded(container: Container, argv: list[str]) -> list[str]:
