@@ -181,7 +181,7 @@ def _remove(engine: Engine, record: Sentinel) -> tuple[Outcome, str]:
         image = client.images.get(record.id)
         owner = (image.labels or {}).get(names.LABEL_WORKDIR)
         if owner is not None and owner != workdir_label()[names.LABEL_WORKDIR]:
-            return Outcome.KEPT, f"built by another workspace ({owner}), whose image it stays"
+            return Outcome.KEPT, f"built by another workspace ({owner}): it stays that workspace's"
         others = [t for t in image.tags if t not in ours]
         detail = "also named " + ", ".join(others)
         if not others:
