@@ -36,6 +36,7 @@ import pytest
 import yaml
 
 from kotlin_bench.core import names
+from kotlin_bench.dataset.task import discover
 from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
 from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.results.summary import summarize
@@ -47,7 +48,7 @@ SHARED = Path(os.environ.get("KOTLIN_BENCH_SHARED", REPO.parent / "shared"))
 DOCKER = EngineSettings()
 PODMAN = EngineSettings(Kind.PODMAN, socket=os.environ.get("KOTLIN_BENCH_PODMAN_SOCKET") or None)
 NO_DOCKER = "unix:///nonexistent/kotlin-bench-no-docker.sock"
-EXAMPLES = ["examples_calc-4", "examples_calc-6", "examples_semver-6", "examples_slug-8", "examples_units-12"]
+EXAMPLES = [p.name for p in discover(REPO / "examples/tasks")]  # the example dataset's task ids
 # Images the Podman tests use beside the examples' own, moved from Docker where it has them: the OS image
 # (tests/test_network.py builds its test image on it), that test image, and the egress proxy's.
 EXTRA_IMAGES = ["kotlin-bench/os:bookworm", "kotlin-bench/network-test:py3-curl"]
