@@ -111,9 +111,10 @@ def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) 
     limits = handoff.Limits.from_config(config.get("capture", {}))
     image = smk.task_image(config, task)
     runner.solve_step(task, Agent(AGENT, "oracle"), attempt, work_dir, image, limits, Path.cwd())
-    image = smk.task_image(config, task)
     options = VerifierOptions.from_config(config.get("verifier", {}))
-    return runner.verify_step(task, work_dir / names.WORK_FILE, run_dir, 1, image, options)
+    return runner.verify_step(
+        task, work_dir / names.WORK_FILE, run_dir, 1, lambda: smk.task_image(config, task), options
+    )
 
 
 def measure_runner(ctx: Context, task: Task, rep: int) -> list[Row]:

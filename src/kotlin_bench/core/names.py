@@ -204,6 +204,7 @@ AGENT_DIFF = "agent.diff"
 AGENT_LOG = "agent.log"
 CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"
+EGRESS_RECORD = "egress.jsonl"  # every request of the agent phase through the recording proxy (engine.egress)
 HARBOR_DIR = "harbor"  # a Harbor trial's staged task, jobs directory and log
 # Files of a run directory (besides result.json and work/): the verification.
 VERIFIER_LOG = "verifier.log"
@@ -353,6 +354,11 @@ VERIFIER_DIR = PACKAGE / "scoring" / "verifier"  # bash + Python stdlib, copied 
 TEMPLATES_DIR = PACKAGE / "dataset" / "templates"  # shared task scripts and Dockerfile templates
 DATASET_SCHEMA = PACKAGE / "dataset" / "schemas" / "dataset.schema.json"
 PROXY_DIR = PACKAGE / "engine" / "proxy"  # the egress proxy's image recipe
+# The workspace's interception CA of recorded allowlist phases (kotlin_bench.engine.egress.ensure_ca),
+# made once; the file names are mitmproxy's own (its confdir).
+EGRESS_CA_DIR = f"{RESULTS}/egress-ca"
+EGRESS_CA_KEYPAIR = "mitmproxy-ca.pem"
+EGRESS_CA_CERT = "mitmproxy-ca-cert.pem"
 PROBES_DIR = PACKAGE / "runs" / "probes"  # scripts the health check runs in task containers
 HANDOFF_SCRIPT = PACKAGE / "runs" / "handoff.sh"
 

@@ -196,6 +196,7 @@ class Repository:
     test_paths: tuple[str, ...]
     test_env: Mapping[str, str] = field(default_factory=dict)  # exported for the test command and warm-up
     warmup: Warmup | None = None  # None: run the task's test command, failures ignored
+    coordinates: tuple[str, ...] = ()  # `artifacts.coordinates`: the project's own published artifacts
 
     @property
     def owner(self) -> str:
@@ -254,6 +255,8 @@ class TaskSpec:
     warmup_patch: WarmupPatch | None = None
     strip_name_suffixes: tuple[str, ...] = ()  # test-name suffixes the scorer removes ([desktop], [jvm])
     validation: ValidationMark | None = None  # None: not added by `kotlin-bench add-task`
+    base_version: str | None = None  # the project version its build declares at base_commit
+    fix_release: str | None = None  # the version of the first release containing the fix
 
     @property
     def warmup(self) -> Warmup:
@@ -443,6 +446,7 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             test_paths=tuple(r["test_paths"]),
             test_env=dict(r.get("test_env") or {}),
             warmup=Warmup.parse(r["warmup"]) if "warmup" in r else None,
+            coordinates=tuple((r.get("artifacts") or {}).get("coordinates") or ()),
         )
         for name, r in data["repositories"].items()
     }
@@ -529,6 +533,8 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             ),
             strip_name_suffixes=tuple((t.get("scorer") or {}).get("strip_name_suffixes") or ()),
             validation=ValidationMark(t["validation"]) if "validation" in t else None,
+            base_version=t.get("base_version"),
+            fix_release=t.get("fix_release"),
         )
         problems.extend(f"{where}: {p}" for p in _task_problems(task))
         if task.id in seen_ids:

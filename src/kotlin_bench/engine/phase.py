@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
 
     from kotlin_bench.dataset.task import Phase, Task
+    from kotlin_bench.engine.egress import EgressSetup
     from kotlin_bench.engine.engine import Engine
 
 
@@ -120,11 +121,20 @@ class PhaseContainer:
         network.reap_networks(self.engine, self.key)
 
     @contextlib.contextmanager
-    def network(self, phase: Phase, log_path: Path | None = None) -> Iterator[network.PhaseNetwork]:
+    def network(
+        self, phase: Phase, log_path: Path | None = None, recording: EgressSetup | None = None
+    ) -> Iterator[network.PhaseNetwork]:
         """The phase's network policy (`[agent]` or `[verifier]` of task.toml) for as long as the block
-        runs; its `env` goes to the phase's processes."""
+        runs; its `env` goes to the phase's processes. `recording`: an allowlist phase's egress record
+        (`kotlin_bench.engine.egress`)."""
         with network.enter_phase(
-            self.engine, self.container, phase.network_mode, phase.allowed_hosts, self.key, log_path=log_path
+            self.engine,
+            self.container,
+            phase.network_mode,
+            phase.allowed_hosts,
+            self.key,
+            log_path=log_path,
+            recording=recording,
         ) as net:
             yield net
 
