@@ -12,6 +12,7 @@ from pathlib import Path
 from kotlin_bench.dag.smk import (
     Tries,
     check_disk,
+    configured_egress,
     configured_engine,
     logged,
     stop_on_sigterm,
@@ -44,7 +45,10 @@ with logged(sm.log[0]):
             image = task_image(sm.config, task) if kind_of(agent).needs_image else None
             limits = Limits.from_config(sm.params.capture)
             engine = configured_engine(sm.config)
-            work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine)
+            policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
+            work = runner.solve_step(
+                task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine, policy, facts
+            )
         except Exception as exc:
             if not tries.failed(exc):
                 raise

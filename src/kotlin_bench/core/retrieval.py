@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 METADATA = "maven-metadata"
+NEWEST = ("LATEST", "RELEASE")  # what repository managers' redirect services resolve to the newest version
 _QUALIFIERS = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "milestone": 2, "m": 2, "rc": 3, "cr": 3}
 _QUALIFIERS |= {"snapshot": 4, "": 5, "ga": 5, "final": 5, "release": 5, "sp": 6}
 _UNKNOWN = 7
@@ -99,8 +100,10 @@ def _items(version: str) -> list[int | tuple[int, str]]:
         following_digit = i + 1 < len(tokens) and tokens[i + 1].isdigit()
         if token in ("a", "b", "m") and not following_digit:
             items.append((_UNKNOWN, token))
+        elif token in _QUALIFIERS:
+            items.append((_QUALIFIERS[token], ""))  # aliases are equal (ga == final == release == "")
         else:
-            items.append((_QUALIFIERS.get(token, _UNKNOWN), token))
+            items.append((_UNKNOWN, token))
     return items
 
 
@@ -136,6 +139,8 @@ def is_snapshot(version: str) -> bool:
 
 def version_verdict(version: str, facts: Facts) -> Verdict:
     """Whether the project's own artifact at `version` may carry the fix."""
+    if version.strip().upper() in NEWEST:
+        return Verdict(True, f"version {version} asks for the newest release")
     if facts.fix_release and compare_versions(version, facts.fix_release) >= 0:
         return Verdict(True, f"version {version} is at or after the fix's release {facts.fix_release}")
     base = facts.base_version

@@ -92,6 +92,8 @@ def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
         return path, f"`{_value(value)}` is not one of {', '.join(allowed)}{hint}"
     if error.validator == "oneOf" and "description" in schema:
         return path, f"`{_value(value)}` is not allowed: {schema['description']}"
+    if error.validator == "not" and isinstance(error.validator_value, dict):
+        return path, str(error.validator_value.get("description") or f"`{_value(value)}` is not allowed")
     if error.validator == "type":
         return path, f"`{_value(value)}` is not of type {error.validator_value}"
     return path, f"`{_value(value)}`: {error.message}"

@@ -73,6 +73,7 @@ import jsonschema
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.names import image_parts
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
 
 SCHEMA_PATH = names.DATASET_SCHEMA
@@ -257,6 +258,11 @@ class TaskSpec:
     validation: ValidationMark | None = None  # None: not added by `kotlin-bench add-task`
     base_version: str | None = None  # the project version its build declares at base_commit
     fix_release: str | None = None  # the version of the first release containing the fix
+
+    def retrieval_facts(self) -> Facts:
+        """What the egress record's retrieval rule knows of the task (`kotlin_bench.core.retrieval`)."""
+        repo = self.repository
+        return Facts(repo.coordinates, self.base_version, self.fix_release, repo.url)
 
     @property
     def warmup(self) -> Warmup:

@@ -95,7 +95,9 @@ class EgressPolicy:
         try:
             record = Record(values.get("record", Record.URLS))
         except ValueError:
-            raise EgressError(f"{source} egress.record: expected urls or hosts, not {values['record']!r}") from None
+            raise EgressError(
+                f"{source} egress.record: expected urls or hosts, not {values['record']!r}"
+            ) from None
         try:
             policy = Retrieval(values.get("retrieval", Retrieval.FLAG))
         except ValueError:
@@ -213,7 +215,9 @@ def jsse_store(ca_dir: Path, cacerts: bytes) -> bytes:
         return cached.read_bytes()
     keytool = shutil.which("keytool")
     if keytool is None:
-        raise EgressError("record: urls needs keytool on this host (a JDK) to make the JDKs trust the egress CA")
+        raise EgressError(
+            "record: urls needs keytool on this host (a JDK) to make the JDKs trust the egress CA"
+        )
     with tempfile.TemporaryDirectory(dir=ca_dir) as tmp:
         store = Path(tmp) / JSSE
         store.write_bytes(cacerts)

@@ -167,10 +167,13 @@ def proxy_env() -> dict[str, str]:
     }
 
 
-def phase_env(mode: str, allowed_hosts: Sequence[str]) -> dict[str, str]:
+def phase_env(mode: str, allowed_hosts: Sequence[str], recorded: bool = True) -> dict[str, str]:
     """What entering a phase in `mode` adds to its processes' environment (`kotlin-bench fidelity` compares
-    it with the published runner's: nothing)."""
-    return proxy_env() if effective_mode(mode, allowed_hosts) == "allowlist" else {}
+    it with the published runner's: nothing); `recorded`: with the recording proxy (`egress: {record:
+    urls}`, the default), whose CA the clients with bundles of their own are pointed at."""
+    if effective_mode(mode, allowed_hosts) != "allowlist":
+        return {}
+    return proxy_env() | (egress.ca_env() if recorded else {})
 
 
 # --- names and leftovers --------------------------------------------------------------------------
@@ -450,9 +453,7 @@ def _enter_allowlist(
         raise NetworkError(f"network {phase.network.name} has no subnet")
     if phase.egress is not None:
         phase._trust = egress.install(container, phase.egress.ca_dir)
-        files = egress.proxy_files(
-            phase.egress, _rules(rules), ports, PROXY_PORT, phase._trust.upstream
-        )
+        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, phase._trust.upstream)
     else:
         files = _proxy_files(rules, subnets, ports)
     memory = RECORDING_PROXY_MEMORY if recorded else PROXY_MEMORY

@@ -65,7 +65,9 @@ def http_connect(flow: http.HTTPFlow) -> None:
     host, port = flow.request.host, flow.request.port
     if not allowed(host) or port not in PORTS:
         what = "host" if not allowed(host) else "port"
-        refuse(flow, f"{host}:{port}: {what} not allowed in this phase", allowed_=False, blocked=False, why=None)
+        refuse(
+            flow, f"{host}:{port}: {what} not allowed in this phase", allowed_=False, blocked=False, why=None
+        )
 
 
 def request(flow: http.HTTPFlow) -> None:

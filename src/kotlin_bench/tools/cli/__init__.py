@@ -21,6 +21,8 @@ Subcommands:
   ``config/leaderboard/``, ``--check`` lists drift).
 - ``errors``: the runs recorded as errors (``--delete`` lets the next ``snakemake`` redo them).
 - ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
+- ``egress classify --task <id> <url>...``: whether a URL would fetch the task's fix (the egress record's
+  retrieval rule, ``kotlin_bench.core.retrieval``): ``retrieval`` or ``ok`` with the reason.
 - ``clean``: what this workspace left on the container engine (containers, proxies, networks, images,
   build cache), listed; ``--remove`` removes it, ``--all-images`` adds its task images
   (``kotlin_bench.tools.cli.clean``).
@@ -41,7 +43,7 @@ from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task
-from kotlin_bench.tools.cli import clean, dataset, results
+from kotlin_bench.tools.cli import clean, dataset, egress, results
 from kotlin_bench.tools.cli.text import err
 from kotlin_bench.tools.root import OUTSIDE, resolve
 
@@ -59,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.register(sub)
     results.register(sub)
     clean.register(sub)
+    egress.register(sub)
     add_task.register(sub)
     return parser
 
