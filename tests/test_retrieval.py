@@ -247,3 +247,27 @@ def test_the_classify_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         )
         == 0
     )
+
+
+def test_summary_and_rates_carry_the_egress_record() -> None:
+    from kotlin_bench.core.record import RunResult, Status
+    from kotlin_bench.results.stats import rates
+    from kotlin_bench.results.summary import SUMMARY_COLUMNS, _typed, summary_row
+
+    rows = []
+    for task, flagged, record in (("t1", True, "urls"), ("t2", False, "urls"), ("t3", False, "hosts")):
+        result = RunResult(task, "examples/calc", "a", "script", None, 1)
+        result.score(1.0)
+        result.egress = {"record": record, "requests": 3, "bytes": 300, "refused": 1, "blocked": 0}
+        if flagged:
+            result.flags["retrieval"] = ["https://repo.examples.test/maven2/examples/calc/1.1.0/calc-1.1.0.jar"]
+        rows.append(summary_row(result))
+    assert [r["retrieval"] for r in rows] == [True, False, None]
+    assert [r["egress_requests"] for r in rows] == [3, 3, None] and rows[0]["egress_refused"] == 1
+    import pandas as pd
+
+    frame = _typed(pd.DataFrame(rows, columns=SUMMARY_COLUMNS))
+    assert (frame["status"] == Status.RESOLVED).all()
+    table = rates(frame)
+    assert table.loc[0, "resolve_rate"] == 1.0 and table.loc[0, "retrieval_flagged"] == 1
+    assert table.loc[0, "resolve_rate_without_retrieval"] == round(2 / 3, 4)

@@ -83,6 +83,8 @@ class RunResult:
     # (the published protocol); ours, on the captured work in a fresh container, is kept here.
     fresh_verdict: dict[str, Any] | None = None
     engine: dict[str, Any] = field(default_factory=dict)  # the verifier's engine, and what it did not limit
+    # the agent phase's egress record as the work record summarises it (`EgressSummary`); None: no proxy
+    egress: dict[str, Any] | None = None
 
     def score(self, reward: float, reason: str | None = None, detail: str | None = None) -> None:
         """Set a verdict: reward 1 is resolved, anything else unresolved with `reason` (a vocabulary

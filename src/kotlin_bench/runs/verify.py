@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,6 +91,7 @@ def result_of(work: WorkRecord, task: Task) -> RunResult:
     result.agent_result = dict(work.agent_result)
     result.changed_files = list(work.changed_files)
     result.flags = {k: list(v) for k, v in work.flags.items()}
+    result.egress = asdict(work.egress) if work.egress is not None else None
     result.capture = dict(work.capture)
     result.trial_result = f"{names.WORK_DIR}/{work.trial_result}" if work.trial_result else None
     result.task_digest, result.verifier_digest = digests(task.path)
