@@ -40,7 +40,7 @@ def write(flow: http.HTTPFlow, status: int | None, allowed_: bool, blocked: bool
     entry = {
         "time": round(request.timestamp_start or time.time(), 3),
         "method": request.method,
-        "scheme": request.scheme,
+        "scheme": request.scheme or "https",  # a refused CONNECT: the tunnel it asked for
         "host": request.host.lower(),
         "port": request.port,
         "path": request.path if request.method != "CONNECT" else "",
