@@ -11,77 +11,58 @@ from pathlib import Path
 import pytest
 
 from kotlin_bench.core.retrieval import Facts, classify, compare_versions, coordinate_matches
+from kotlin_bench.dataset.spec import load_dataset
 from kotlin_bench.tools.cli import main
 from tests.conftest import REPO
 
 CALC = Facts(("examples:calc",), "1.0.1-SNAPSHOT", "1.1.0", "https://example.invalid/examples/calc")
 REPO_URL = "https://repo.examples.test/maven2"
 
-# (task, facts, the first fixed release's sources jar, an older release's sources jar)
+# (task, the first fixed release's sources jar, an older release's sources jar); facts from the 106 tasks' spec
 REAL = [
     (
         "pinterest_ktlint-2029",
-        Facts(
-            ("com.pinterest.ktlint", "com.pinterest"),
-            "0.50.0-SNAPSHOT",
-            "0.50.0",
-            "https://github.com/pinterest/ktlint",
-        ),
         "com/pinterest/ktlint/ktlint-rule-engine/0.50.0/ktlint-rule-engine-0.50.0-sources.jar",
         "com/pinterest/ktlint/ktlint-rule-engine/0.49.1/ktlint-rule-engine-0.49.1-sources.jar",
     ),
     (
         "detekt_detekt-4205",
-        Facts(
-            ("io.gitlab.arturbosch.detekt", "dev.detekt"),
-            "1.19.0-SNAPSHOT",
-            "1.19.0-RC1",
-            "https://github.com/detekt/detekt",
-        ),
         "io/gitlab/arturbosch/detekt/detekt-rules-style/1.19.0-RC1/detekt-rules-style-1.19.0-RC1-sources.jar",
         "io/gitlab/arturbosch/detekt/detekt-rules-style/1.18.1/detekt-rules-style-1.18.1-sources.jar",
     ),
     (
         "oss-review-toolkit_ort-10179",
-        Facts(
-            ("org.ossreviewtoolkit",),
-            "59.1.1-SNAPSHOT",
-            "59.2.0",
-            "https://github.com/oss-review-toolkit/ort",
-        ),
         "org/ossreviewtoolkit/model/59.2.0/model-59.2.0-sources.jar",
         "org/ossreviewtoolkit/model/59.1.0/model-59.1.0-sources.jar",
     ),
     (
         "Kotlin_dataframe-1072",
-        Facts(
-            ("org.jetbrains.kotlinx:dataframe*",),
-            "0.15.0-SNAPSHOT",
-            "1.0.0-Beta1",
-            "https://github.com/Kotlin/dataframe",
-        ),
         "org/jetbrains/kotlinx/dataframe-core/1.0.0-Beta1/dataframe-core-1.0.0-Beta1-sources.jar",
         "org/jetbrains/kotlinx/dataframe-core/0.14.1/dataframe-core-0.14.1-sources.jar",
     ),
     (
         "square_okhttp-6887",
-        Facts(
-            ("com.squareup.okhttp3",), "5.0.0-SNAPSHOT", "5.0.0-alpha.3", "https://github.com/square/okhttp"
-        ),
         "com/squareup/okhttp3/okhttp/5.0.0-alpha.3/okhttp-5.0.0-alpha.3-sources.jar",
         "com/squareup/okhttp3/okhttp/4.9.1/okhttp-4.9.1-sources.jar",
     ),
 ]
+BENCHMARK = load_dataset(REPO / "dataset" / "kotlin-bench.json")
 
 
-@pytest.mark.parametrize(("task", "facts", "fixed", "older"), REAL, ids=[r[0] for r in REAL])
+@pytest.mark.parametrize(("task", "fixed", "older"), REAL, ids=[r[0] for r in REAL])
 def test_five_real_tasks_fixed_release_is_retrieval_older_is_ok(
-    task: str, facts: Facts, fixed: str, older: str
+    task: str, fixed: str, older: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    facts = BENCHMARK.task(task).retrieval_facts()
     for host in ("https://repo1.maven.org/maven2/", "https://repo.maven.apache.org/maven2/"):
         assert classify(host + fixed, facts).retrieval, (task, fixed)
         verdict = classify(host + older, facts)
         assert not verdict.retrieval and "at or before" in verdict.reason, (task, verdict)
+    spec = ["--root", str(REPO), "egress", "classify", "--spec", str(REPO / "dataset" / "kotlin-bench.json")]
+    assert main([*spec, "--task", task, "https://repo1.maven.org/maven2/" + fixed]) == 1
+    assert capsys.readouterr().out.startswith("retrieval: ")
+    assert main([*spec, "--task", task, "https://repo1.maven.org/maven2/" + older]) == 0
+    assert capsys.readouterr().out.startswith("ok: ")
 
 
 RETRIEVAL = [
@@ -146,7 +127,7 @@ def test_metadata_older_releases_and_other_coordinates_are_ok(url: str) -> None:
 
 
 def test_github_jitpack_and_api_spellings_of_the_upstream_repository() -> None:
-    ktlint = REAL[0][1]
+    ktlint = BENCHMARK.task("pinterest_ktlint-2029").retrieval_facts()
     for url in (
         "https://github.com/pinterest/ktlint/archive/refs/tags/0.50.0.zip",
         "https://codeload.github.com/pinterest/ktlint/zip/refs/heads/master",
@@ -260,7 +241,9 @@ def test_summary_and_rates_carry_the_egress_record() -> None:
         result.score(1.0)
         result.egress = {"record": record, "requests": 3, "bytes": 300, "refused": 1, "blocked": 0}
         if flagged:
-            result.flags["retrieval"] = ["https://repo.examples.test/maven2/examples/calc/1.1.0/calc-1.1.0.jar"]
+            result.flags["retrieval"] = [
+                "https://repo.examples.test/maven2/examples/calc/1.1.0/calc-1.1.0.jar"
+            ]
         rows.append(summary_row(result))
     assert [r["retrieval"] for r in rows] == [True, False, None]
     assert [r["egress_requests"] for r in rows] == [3, 3, None] and rows[0]["egress_refused"] == 1
