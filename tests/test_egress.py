@@ -197,7 +197,9 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
         container.put_archive("/tmp", _tar({"agent.py": AGENT.encode(), "Fetch.java": JAVA.encode()}))
         before = container.diff()
         jdk_dirs = (
-            container.exec_run(["bash", "-c", "ls -d /usr/lib/jvm/*/lib/security"]).output.decode().split()
+            container.exec_run(["bash", "-c", "readlink -f /usr/lib/jvm/*/lib/security | sort -u"])
+            .output.decode()
+            .split()
         )
 
         seen, requests, touched = _phase(lab, container, key, block=False, tmp=tmp_path)
@@ -250,3 +252,15 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
     finally:
         containers.reap(lab.engine.client, key)
         network.reap_networks(lab.engine, key)
+
+
+def test_no_example_run_is_flagged(finished_examples: Workspace) -> None:
+    """The examples' oracle and nop runs fetch nothing that may hold a fix: no run is flagged."""
+    works = sorted(
+        (finished_examples.root / names.RESULTS).glob(f"runs/*/*/attempt-*/work/{names.WORK_FILE}")
+    )
+    assert works
+    for path in works:
+        work = WorkRecord.read(path)
+        assert not work.flags.get("retrieval"), path
+        assert work.egress is None or work.egress.retrieval == [], path
