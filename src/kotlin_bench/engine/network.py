@@ -481,12 +481,15 @@ def _enter_allowlist(
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", files)
     phase.proxy.start()
-    _wait_listening(phase.proxy)
+    if not recorded:
+        _wait_listening(phase.proxy)
     if not engine.podman:
         phase._resolv_conf = _read_file(container, RESOLV_CONF)
     phase.network.connect(container)
     _pin_proxy(phase)
     phase._jdks = jvmproxy.configure(container, PROXY_ALIAS, PROXY_PORT)
+    if recorded:  # mitmproxy's start-up (a second or two of imports) overlaps the steps above
+        _wait_listening(phase.proxy)
     phase.env = proxy_env() | (egress.ca_env() if recorded else {})
 
 
