@@ -84,7 +84,18 @@ def test_the_command_line_refuses(argv: list[str], capsys: pytest.CaptureFixture
 def test_every_section_that_needs_the_workspace_is_a_section() -> None:
     assert set(SECTIONS) >= NEEDS_WORKSPACE
     assert set(SECTIONS) == {
-        *("overhead", "attempts", "incremental", "scale", "disk", "site", "regrade", "images", "engines")
+        *(
+            "overhead",
+            "attempts",
+            "incremental",
+            "scale",
+            "disk",
+            "site",
+            "regrade",
+            "images",
+            "engines",
+            "egress",
+        )
     }
 
 

@@ -12,6 +12,8 @@ The servers and the proxy talk on an internal network of the test's own (no traf
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import io
 import subprocess
 import tarfile
@@ -264,3 +266,95 @@ def test_no_example_run_is_flagged(finished_examples: Workspace) -> None:
         work = WorkRecord.read(path)
         assert not work.flags.get("retrieval"), path
         assert work.egress is None or work.egress.retrieval == [], path
+
+
+# The agent: the released fix's sources jar from the project's own repository, unpacked over the work tree.
+FETCHER = """#!/bin/bash
+python3 - <<'PY'
+import io, os, urllib.request, zipfile
+base = "http://repo.examples.test/maven2/examples/calc"
+print(urllib.request.urlopen(base + "/maven-metadata.xml", timeout=60).read()[:80])
+try:
+    data = urllib.request.urlopen(base + "/1.1.0/calc-1.1.0-sources.jar", timeout=60).read()
+except OSError as e:
+    print("download failed:", e)
+    raise SystemExit(0)
+zipfile.ZipFile(io.BytesIO(data)).extractall(os.environ["KOTLIN_BENCH_REPO_DIR"])
+print("unpacked")
+PY
+"""
+# The repository server: the task image itself, its base sources as release 1.0.0 and the fixed ones (the
+# task's own fix applied) as 1.1.0, over plain HTTP on port 80 (the HTTPS path is tested above).
+PUBLISH = """
+set -e
+cd /home/calc
+pack() { python3 -c 'import sys, zipfile, pathlib
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    [z.write(p) for p in sorted(pathlib.Path("src/main").rglob("*")) if p.is_file()]' "$1"; }
+d=/srv/repo/maven2/examples/calc; mkdir -p $d/1.0.0 $d/1.1.0
+printf '<metadata><versioning><latest>1.1.0</latest></versioning></metadata>' > $d/maven-metadata.xml
+pack $d/1.0.0/calc-1.0.0-sources.jar
+git apply /srv/fix.patch
+pack $d/1.1.0/calc-1.1.0-sources.jar
+git checkout -q -- . && git clean -qfd
+cd /srv/repo && exec python3 -m http.server 80
+"""
+
+
+def test_a_script_agent_that_downloads_the_fix_is_flagged_or_refused_and_scored(
+    finished_examples: Workspace, tmp_path: Path
+) -> None:
+    """Through the solve and verify steps: under `flag` the downloaded fix resolves the task (the reward as
+    published) and the run is flagged; under `block` the download is refused and the work lacks the fix."""
+    from kotlin_bench.dataset.task import load_task
+    from kotlin_bench.engine.engine import EngineSettings
+    from kotlin_bench.engine.images import ImageRef
+    from kotlin_bench.results.summary import summary_row
+    from kotlin_bench.runs import handoff, runner
+    from kotlin_bench.runs.agents import Agent
+
+    root = finished_examples.root
+    sentinel = read_sentinel(root / names.task_sentinel(EXAMPLE_TASK))
+    image = ImageRef(sentinel.image, sentinel.id)
+    task = load_task(root / "examples/tasks" / EXAMPLE_TASK)
+    task = dataclasses.replace(task, agent=dataclasses.replace(task.agent, allowed_hosts=(HOST,)))
+    engine = connect(DOCKER)
+    server = engine.client.containers.create(
+        image.id, ["bash", "-c", PUBLISH], labels={"kotlin-bench.test": "egress"}
+    )
+    try:
+        server.put_archive("/srv", _tar({"fix.patch": (task.path / "solution/fix.patch").read_bytes()}))
+        server.start()
+        wait = "for i in $(seq 300); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 80), 1)' 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+        assert server.exec_run(["bash", "-c", wait]).exit_code == 0, server.logs()[-2000:]
+        server.reload()
+        address = server.attrs["NetworkSettings"]["IPAddress"]
+        settings = EngineSettings(extra_hosts=((HOST, address),))
+        (tmp_path / "agent.sh").write_text(FETCHER)
+        agent = Agent("fetcher", "script", script="agent.sh")
+        results = {}
+        with contextlib.chdir(tmp_path):
+            for policy in (egress.Retrieval.FLAG, egress.Retrieval.BLOCK):
+                run_dir = tmp_path / str(policy)
+                work = runner.solve_step(
+                    task, agent, 1, run_dir / names.WORK_DIR, image, handoff.Limits(), tmp_path, settings,
+                    egress.EgressPolicy(retrieval=policy), FACTS,
+                )  # fmt: skip
+                result = runner.verify_step(task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
+                                            lambda: image, None, settings)  # fmt: skip
+                results[policy] = (work, result, (run_dir / names.WORK_DIR / names.AGENT_LOG).read_text())
+    finally:
+        server.remove(force=True)
+    flagged_url = f"http://{HOST}/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar"
+    work, result, log = results[egress.Retrieval.FLAG]
+    assert "unpacked" in log, log
+    assert work.flags["retrieval"] == [flagged_url] and work.egress is not None
+    assert work.egress.requests == 2 and work.egress.blocked == 0
+    assert result.status == "resolved" and result.reward == 1.0, (result.reason, result.error)
+    row = summary_row(result)
+    assert row["retrieval"] is True and row["egress_requests"] == 2 and row["egress_refused"] == 0
+    assert (tmp_path / str(egress.Retrieval.FLAG) / names.WORK_DIR / names.EGRESS_RECORD).is_file()
+    work, result, log = results[egress.Retrieval.BLOCK]
+    assert "download failed" in log and "403" in log, log
+    assert work.flags["retrieval"] == [flagged_url] and work.egress is not None and work.egress.blocked == 1
+    assert result.status == "unresolved" and result.reward == 0.0
