@@ -22,6 +22,7 @@ phase start), so a test CA of the task image works without a special case.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -187,6 +188,14 @@ def ensure_ca(directory: Path) -> Path:
     if cert.is_file() and (directory / names.EGRESS_CA_KEYPAIR).is_file():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".lock").open("w") as lock:  # two runs starting at once make one CA
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not cert.is_file():
+            _make_ca(directory)
+    return directory
+
+
+def _make_ca(directory: Path) -> None:
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         key, crt = Path(tmp) / "key.pem", Path(tmp) / "cert.pem"
         subject = f"/O=kotlin-bench/CN=kotlin-bench egress CA {hashlib.sha256(str(directory).encode()).hexdigest()[:8]}"
@@ -203,8 +212,7 @@ def ensure_ca(directory: Path) -> Path:
         keypair.write_text(key.read_text() + crt.read_text())
         keypair.chmod(0o600)
         keypair.replace(directory / names.EGRESS_CA_KEYPAIR)
-        crt.replace(cert)
-    return directory
+        crt.replace(directory / names.EGRESS_CA_CERT)
 
 
 def jsse_store(ca_dir: Path, cacerts: bytes) -> bytes:
