@@ -257,15 +257,17 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
 
 
 def test_no_example_run_is_flagged(finished_examples: Workspace) -> None:
-    """The examples' oracle and nop runs fetch nothing that may hold a fix: no run is flagged."""
+    """The examples' oracle and nop runs, whose agent phases allow the stand-in repository and so are
+    recorded (`egress: {record: urls}`, the default), fetch nothing that may hold a fix: none is flagged."""
     works = sorted(
         (finished_examples.root / names.RESULTS).glob(f"runs/*/*/attempt-*/work/{names.WORK_FILE}")
     )
     assert works
     for path in works:
         work = WorkRecord.read(path)
-        assert not work.flags.get("retrieval"), path
-        assert work.egress is None or work.egress.retrieval == [], path
+        assert work.flags.get("retrieval") == [], path
+        assert work.egress is not None and work.egress.record == "urls" and work.egress.retrieval == [], path
+        assert (path.parent / names.EGRESS_RECORD).is_file(), path
 
 
 # The agent: the released fix's sources jar from the project's own repository, unpacked over the work tree.
