@@ -262,7 +262,10 @@ def test_headlines_and_reproduce_say_the_rate_without_retrieval_flagged_runs() -
     from kotlin_bench.results.report import retrieval_note
 
     frame = pd.DataFrame(
-        {"status": ["resolved", "resolved", "unresolved", "resolved"], "retrieval": [True, False, False, None]}
+        {
+            "status": ["resolved", "resolved", "unresolved", "resolved"],
+            "retrieval": [True, False, False, None],
+        }
     )
     assert retrieval_note(frame) == (
         "1 of 3 recorded runs flagged as retrieval (the egress record): resolved 75.0% with them, "

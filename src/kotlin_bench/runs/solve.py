@@ -69,7 +69,9 @@ class SolveContext:
     read: tuple[str, ...] = (names.INSTRUCTION,)  # materialized task files the agent phase reads
     image_name: str | None = None  # the task image's name as built (`names.built_task_image`)
     egress: egress.EgressPolicy = field(default_factory=egress.EgressPolicy)  # config `egress:`
-    facts: Facts = field(default_factory=Facts)  # the task's facts for the retrieval rule (`kotlin_bench.core.retrieval`)
+    facts: Facts = field(
+        default_factory=Facts
+    )  # the task's facts for the retrieval rule (`kotlin_bench.core.retrieval`)
 
     def recording(self) -> egress.EgressSetup:
         """The agent phase's egress record: the workspace's CA, the record in the work directory."""
