@@ -71,9 +71,10 @@ def configured_registry(config: dict[str, Any]) -> Registry | None:
 
 
 def configured_engine(config: dict[str, Any]) -> EngineSettings:
-    """The config's `engine:` (Docker by default). Scripts read it from the config, not from a rule
-    parameter: which engine runs the containers changes no result, so changing it reruns nothing."""
-    return EngineSettings.from_config(config.get("engine"))
+    """The config's `engine:` (Docker by default) and `extra_hosts:`. Scripts read them from the config, not
+    from a rule parameter: which engine runs the containers changes no result, so changing it reruns
+    nothing (and neither do the host names the containers resolve)."""
+    return EngineSettings.of_config(config)
 
 
 def task_image(config: dict[str, Any], task: Task) -> ImageRef:

@@ -8,7 +8,9 @@ container to the phase's `network_mode` (task.toml `[agent]` / `[verifier]`):
 - `allowlist`: detached from everything and attached to a per-run INTERNAL network
   `kotlin-bench-int-<run key>` (no route out), on which an egress proxy container (image
   `kotlin-bench/egress-proxy:<tag>`, tinyproxy from Debian, recipe in `src/kotlin_bench/engine/proxy/`) answers under the
-  alias `egress-proxy`. The proxy is also attached to the egress network; it forwards plain HTTP requests
+  alias `egress-proxy`. The proxy is also attached to the egress network (with config `extra_hosts:` in its
+  /etc/hosts, `Engine.extra_hosts`, so that it reaches the stand-ins on this host that the task container,
+  without them, cannot name); it forwards plain HTTP requests
   and CONNECT tunnels (ports `connect_ports`, 443 by default) to allowed hosts and answers 403 to the rest.
   The phase's processes get `http_proxy`/`https_proxy` (both cases) and `no_proxy` in `PhaseNetwork.env`,
   to be passed to the phase's exec; JVMs, which ignore those variables, are pointed at the proxy by the
@@ -436,6 +438,7 @@ def _enter_allowlist(
         mem_limit=PROXY_MEMORY,
         memswap_limit=PROXY_MEMORY,
         pids_limit=PROXY_PIDS,
+        extra_hosts=engine.extra_hosts() or None,  # config extra_hosts: the stand-ins the phase may reach
     )
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", _proxy_files(rules, subnets, ports))

@@ -3,14 +3,15 @@
 Every phase that runs in a container from a task image (a run's agent phase and verifier phase, a
 validation phase, the health check's network probe) goes through `PhaseContainer`:
 
-    with PhaseContainer(engine, image_id, key, labels, Limits.of(task, engine.settings)) as box:
+    with PhaseContainer(engine, image_id, key, labels, Limits.of(task, engine.settings), phase=task.agent) as box:
         with box.network(task.agent, log_path=...) as net:      # the phase's network policy
             done = box.run(script, timeout, log, workdir=..., env=net.env)
         box.copy_out(...)
         box.raise_if_out_of_memory("...")
 
 On entry it removes what an interrupted try with the same key left (containers, proxies, the per-run
-network), then starts a container that idles until told what to do, labelled with the key and `labels`,
+network), then starts a container that idles until told what to do (with config `extra_hosts:` in its
+/etc/hosts when the `phase` it is made for has a public network), labelled with the key and `labels`,
 limited to the task's cpus and memory (swap bounded to the same figure) and to a number of processes
 (`Limits.pids`: config `engine.pids_limit`, else sized from the task's cpus). An engine that cannot
 enforce some of these limits (rootless Podman on cgroup v1) is named in the job's log, or refused with
@@ -67,6 +68,7 @@ class PhaseContainer:
         labels: dict[str, str],
         limits: Limits,
         hostname: str | None = None,
+        phase: Phase | None = None,
     ) -> None:
         self.engine = engine
         self.client = engine.client
@@ -75,6 +77,7 @@ class PhaseContainer:
         self.labels = {**labels, **workdir_label()}
         self.limits = limits
         self.hostname = hostname
+        self.phase = phase
         self.started = 0.0
         self._container: Container | None = None
 
@@ -105,8 +108,18 @@ class PhaseContainer:
             limits.memory_mb,
             limits.pids,
             hostname=self.hostname,
+            extra_hosts=self.extra_hosts(),
         )
         return self
+
+    def extra_hosts(self) -> dict[str, str]:
+        """Config `extra_hosts:` for a container whose phase network is `public` (a verifier phase, a
+        validation phase, a public agent phase); none for an `allowlist` or `no-network` phase, where every
+        name must go through the proxy (whose container has them), nor when the phase is not known."""
+        phase = self.phase
+        if phase is None or network.effective_mode(phase.network_mode, phase.allowed_hosts) != "public":
+            return {}
+        return self.engine.extra_hosts()
 
     def __exit__(
         self,

@@ -114,7 +114,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     diff = work_dir / names.AGENT_DIFF
     limits = Limits.of(task, ctx.engine.settings)
     with PhaseContainer(
-        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits
+        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits, phase=task.agent
     ) as box:
         with box.network(task.agent, log_path=work_dir / names.PROXY_LOG) as net:
             outcome = act(box.container, work_dir / names.AGENT_LOG, net.env)

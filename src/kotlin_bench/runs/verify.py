@@ -189,7 +189,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: work.agent, names.LABEL_PHASE: "verifier"}
     limits = Limits.of(task, ctx.engine.settings)
     result.engine = ctx.engine.describe()
-    with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits) as box:
+    with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits, phase=task.verifier) as box:
         if not _apply(box, task, work, diff, result, run_dir / names.VERIFIER_LOG):
             return
         box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
