@@ -47,6 +47,7 @@ _NO_ANSWER = (
     "connect timed out",
     "Read timed out",
     "timed out",
+    "failed: timeout",
     "Connection reset",
     "Remote host terminated the handshake",
     "Remote host closed connection",
