@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kotlin_bench.core import names
 from kotlin_bench.dataset import fidelity
 from kotlin_bench.dataset.fidelity import Impact
 from kotlin_bench.dataset.generate import VERIFIER_DIR, generate
@@ -531,7 +532,9 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
 ) -> None:
     """An agent that writes the fix and also edits the test file the hidden test patch changes (and adds
     the tests it adds, its own way) resolves: the published verifier restores those files first. With
-    `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed)."""
+    `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed). The same work committed
+    scores 0 (test_patch_failed) as published: the published verifier restores from the agent's HEAD, in
+    its container; the fresh verifier makes the agent's committed tree HEAD (work/committed.diff)."""
     from kotlin_bench.core.record import Status
     from tests.conftest import REPO, without_runs
 
@@ -544,12 +547,15 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
         + (attacks / "edit-tests.sh").read_text().split("\n", 1)[1]
     )
     agent = ws.write("fix-and-edit-tests.sh", script, 0o755)
+    commit = "\ngit add -A && git -c user.name=a -c user.email=a@example.invalid commit -qm 'my fix'\n"
+    committing = ws.write("fix-edit-tests-and-commit.sh", script + commit, 0o755)
     agents = [
         {"name": "published", "kind": "script", "script": agent},
         {"name": "strict", "kind": "script", "script": agent},
+        {"name": "committing", "kind": "script", "script": committing},
     ]
     ws.configure([task], agents)
-    out = ws.snakemake(ws.target("published", task))
+    out = ws.snakemake(ws.target("published", task), ws.target("committing", task))
     assert out.returncode == 0, out.stderr[-3000:]
     ws.configure([task], agents, verifier={"test_patch": "strict"})
     out = ws.snakemake(ws.target("strict", task))
@@ -559,6 +565,12 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
     assert published.status is Status.RESOLVED, published.verifier.get("reasons")
     assert "src/test/kotlin/calc/CalculatorTest.kt" in published.flags["tests"]  # flagged for review
     assert (strict.status, strict.reason) == (Status.UNRESOLVED, "test_patch_failed")
+    committed = ws.result("committing", task)
+    assert committed is not None
+    assert (committed.status, committed.reason) == (Status.UNRESOLVED, "test_patch_failed")
+    assert committed.capture["committed_bytes"] > 0
+    work = (ws.root / names.work_record("committing", task, 1)).parent
+    assert "src/test/kotlin/calc/CalculatorTest.kt" in (work / "committed.diff").read_text()
 
 
 def test_the_tools_build_is_read_through_an_arg_default() -> None:

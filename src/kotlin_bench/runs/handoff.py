@@ -140,6 +140,7 @@ class Capture:
     objects: str = "repository"  # or "pristine": the task image's, the agent's could not give the base
     git: str = "container"  # or "pristine": the task image's binary, the agent's was gone or broken
     diff_bytes: int = 0
+    committed_bytes: int = 0  # the diff of the agent's commits (names.COMMITTED_DIFF), when it committed
     seconds: float = 0.0
     left_out: list[LeftOut] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # paths git could not add, with its message
@@ -151,6 +152,7 @@ class Capture:
             "objects": self.objects,
             "git": self.git,
             "diff_bytes": self.diff_bytes,
+            "committed_bytes": self.committed_bytes,
             "seconds": round(self.seconds, 2),
             "left_out": [{"path": x.path, "why": str(x.why), "bytes": x.bytes} for x in self.left_out],
             "errors": self.errors,
@@ -233,8 +235,15 @@ def capture(
             break
     record.objects, record.git = objects, git
     record.seconds = time.monotonic() - started
+    committed = diff_path.with_name(names.COMMITTED_DIFF)
+    committed.unlink(missing_ok=True)
     if record.outcome is not Outcome.CAPTURED:
         diff_path.write_bytes(b"")
+    else:
+        data = containers.read_file(container, f"{CAP}/out/{names.COMMITTED_DIFF}", limits.max_diff_bytes)
+        if data:
+            committed.write_bytes(data)
+            record.committed_bytes = len(data)
     record.diff_bytes = diff_path.stat().st_size
     return record
 
@@ -356,6 +365,23 @@ def _read(path: Path) -> bytes:
 
 
 # --------------------------------------------------------------------------- apply
+
+
+def commit_head(container: Container, task: Task, committed: Path, log_path: Path) -> None:
+    """After `apply_diff`: the agent's committed tree (the diff of its commits) becomes HEAD of the fresh
+    verifier container, so that the test patch's paths are restored from it as the published verifier,
+    running in the agent's container, restores them from the agent's HEAD."""
+    containers.copy_file_in(container, committed, CAP)
+    argv = _argv("commit-head", task.repo_dir, task.base_commit, f"{CAP}/{committed.name}")
+    with log_path.open("ab") as log:
+        log.write(b"kotlin-bench: making the agent's commits HEAD\n")
+        done = containers.stream(
+            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+        )
+    if done.exit_code != 0 or done.timed_out:
+        raise containers.ContainerError(
+            f"the agent's commits could not be made HEAD in the verifier container (see {log_path.name})"
+        )
 
 
 def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> bool:

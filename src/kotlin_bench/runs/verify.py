@@ -275,6 +275,8 @@ def _apply(
     SWE-bench's appliers (the applier and the normalisations are recorded)."""
     if work.patch is PatchKind.CAPTURED:
         if handoff.apply_diff(box.container, task, patch, log):
+            if work.committed:  # the published verifier restores the test patch's paths from this HEAD
+                handoff.commit_head(box.container, task, patch.with_name(work.committed), log)
             return True
         result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
         return False
