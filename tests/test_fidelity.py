@@ -27,7 +27,7 @@ BASE = "0123456789abcdef0123456789abcdef01234567"
 HOSTS = ["repo1.maven.org", "plugins.gradle.org"]
 # The differences from the published benchmark kotlin-bench keeps (dataset/kotlin-bench.json lists them
 # with their reasons), as the published-style tree below shows them.
-KEPT = ["verifier.other_processes", "agent_phase.added_env", "collector.size_cap"]
+KEPT = ["verifier.other_processes", "agent_phase.added_env", "collector.size_cap", "verifier.outside_repo"]
 
 
 def spec() -> dict[str, Any]:
@@ -270,10 +270,21 @@ def ours(tmp_path: Path) -> Callable[..., tuple[Any, Path]]:
 
 
 def run_check(
-    dataset: Any, root: Path, published: Path, agent_env: fidelity.AgentEnv = phase_env
+    dataset: Any,
+    root: Path,
+    published: Path,
+    agent_env: fidelity.AgentEnv = phase_env,
+    carries_agent_head: bool = True,
 ) -> fidelity.FidelityReport:
     source = PublishedSource(location=str(published), commit=None)
-    return fidelity.check(dataset, root / "tasks", root / "bases", source, agent_env=agent_env)
+    return fidelity.check(
+        dataset,
+        root / "tasks",
+        root / "bases",
+        source,
+        agent_env=agent_env,
+        carries_agent_head=carries_agent_head,
+    )
 
 
 def keys(report: fidelity.FidelityReport, impact: Impact) -> set[str]:
@@ -291,6 +302,21 @@ def test_the_same_meaning_passes(ours: Callable[..., Any], tmp_path: Path) -> No
     assert "task_toml.verifier.implemented" in keys(report, Impact.COSMETIC)
     assert "task_dockerfile.agent_tools_installed_in" in keys(report, Impact.RESTRUCTURED)
     assert report.compared["tests/test.sh"] == 2 and report.compared["base recipe"] == 1
+
+
+def test_a_verifier_that_restores_from_the_base_is_not_the_published_one(
+    ours: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The published test.sh restores the test patch's paths from HEAD in the agent's container: the
+    agent's commits. Ours runs in a fresh container, where HEAD is the base unless the hand-off carries
+    the agent's commits (it does: handoff.carries_agent_head)."""
+    from kotlin_bench.runs import handoff
+
+    assert handoff.carries_agent_head()
+    dataset, root = ours()
+    report = run_check(dataset, root, published_tree(tmp_path / "pub"), carries_agent_head=False)
+    found = {(d.task, d.ours, d.published) for d in report.unexplained if d.key == "verifier.restored_from"}
+    assert found == {(t, "the base commit", "the agent's HEAD") for t in ("acme_lint-7", "acme_lint-9")}
 
 
 @pytest.mark.parametrize(

@@ -367,6 +367,11 @@ def _read(path: Path) -> bytes:
 # --------------------------------------------------------------------------- apply
 
 
+def carries_agent_head() -> bool:
+    """Whether the hand-off makes the agent's commits HEAD of the fresh verifier (`commit_head`)."""
+    return "commit-head)" in script()
+
+
 def commit_head(container: Container, task: Task, committed: Path, log_path: Path) -> None:
     """After `apply_diff`: the agent's committed tree (the diff of its commits) becomes HEAD of the fresh
     verifier container, so that the test patch's paths are restored from it as the published verifier,
