@@ -79,7 +79,7 @@ def test_gradle4_and_gradle8_faults_name_artifact_host_and_cause() -> None:
     ]
     (wrapper,) = faults_in(WRAPPER)
     assert (wrapper.artifact, wrapper.host) == ("Gradle distribution", "services.gradle.org")
-    assert "org.apache.commons:commons-lang3:3.12.0 from repo.examples.test (HTTP 503)" in describe(
+    assert "repo.examples.test (HTTP 503) for org.apache.commons:commons-lang3:3.12.0" in describe(
         faults_in(GRADLE4_503)
     )
 

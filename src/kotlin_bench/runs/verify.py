@@ -241,7 +241,9 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
             network_faults.faults_in(_tail(out / names.TEST_OUTPUT_LOG)), trusted
         )
         if faults:
-            raise NetworkFault(f"{network_faults.describe(faults)}: the network's fault, not a score")
+            raise NetworkFault(
+                f"{network_faults.describe(faults)}: the build could not download it; not a score"
+            )
     result.score(0.0, classify(raw, out / names.TEST_OUTPUT_LOG), detail_of(raw))
 
 

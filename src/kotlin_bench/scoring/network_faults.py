@@ -84,7 +84,7 @@ class Fault:
     cause: str
 
     def describe(self) -> str:
-        return f"{self.artifact} from {self.host} ({self.cause})"
+        return f"{self.host} ({self.cause}) for {self.artifact}"
 
 
 def host_of(url: str) -> str:
@@ -160,7 +160,7 @@ def the_networks(faults: Iterable[Fault], trusted: Iterable[str]) -> list[Fault]
 
 
 def describe(faults: list[Fault]) -> str:
-    """One line for an error record: the first faults, each naming its artifact and host."""
+    """One line for an error record: the first faults, each naming its host and artifact."""
     shown = "; ".join(f.describe() for f in faults[:3])
     more = f"; and {len(faults) - 3} more" if len(faults) > 3 else ""
-    return f"the build could not download {shown}{more}"
+    return f"network fault: {shown}{more}"
