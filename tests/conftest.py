@@ -52,7 +52,9 @@ EXAMPLES = [p.name for p in discover(REPO / "examples/tasks")]  # the example da
 # The examples built by real Gradle (examples/README.md, `tally`: a daemon, downloads from the stand-in
 # Maven repository) cost 10-20 s a build: the engine tests (Podman, rootless, Slurm) run the others.
 GRADLE_EXAMPLES = [
-    p.name for p in discover(REPO / "examples/tasks") if load_task(p).test_command.startswith("gradle ")
+    p.name
+    for p in discover(REPO / "examples/tasks")
+    if load_task(p, require_materialized=False).test_command.startswith("gradle ")
 ]
 KOTLINC_EXAMPLES = [t for t in EXAMPLES if t not in GRADLE_EXAMPLES]
 # Images the Podman tests use beside the examples' own, moved from Docker where it has them: the OS image
