@@ -372,17 +372,24 @@ def carries_agent_head() -> bool:
     return "commit-head)" in script()
 
 
+def _apply_step(
+    container: Container, task: Task, command: str, patch: Path, log_path: Path, what: str
+) -> containers.StreamResult:
+    """handoff.sh `command` REPO BASE <patch copied in> in the verifier container, its output logged."""
+    containers.copy_file_in(container, patch, CAP)
+    argv = _argv(command, task.repo_dir, task.base_commit, f"{CAP}/{patch.name}")
+    with log_path.open("ab") as log:
+        log.write(f"kotlin-bench: {what}\n".encode())
+        return containers.stream(
+            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+        )
+
+
 def commit_head(container: Container, task: Task, committed: Path, log_path: Path) -> None:
     """After `apply_diff`: the agent's committed tree (the diff of its commits) becomes HEAD of the fresh
     verifier container, so that the test patch's paths are restored from it as the published verifier,
     running in the agent's container, restores them from the agent's HEAD."""
-    containers.copy_file_in(container, committed, CAP)
-    argv = _argv("commit-head", task.repo_dir, task.base_commit, f"{CAP}/{committed.name}")
-    with log_path.open("ab") as log:
-        log.write(b"kotlin-bench: making the agent's commits HEAD\n")
-        done = containers.stream(
-            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
-        )
+    done = _apply_step(container, task, "commit-head", committed, log_path, "making the agent's commits HEAD")
     if done.exit_code != 0 or done.timed_out:
         raise containers.ContainerError(
             f"the agent's commits could not be made HEAD in the verifier container (see {log_path.name})"
@@ -394,13 +401,7 @@ def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> 
     (also for an empty diff: what the warm-up left there is the agent's to keep); False when git refuses
     it."""
     _prepared(container)
-    containers.copy_file_in(container, diff, CAP)
-    argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")
-    with log_path.open("ab") as log:
-        log.write(b"kotlin-bench: applying the agent's diff\n")
-        done = containers.stream(
-            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
-        )
+    done = _apply_step(container, task, "apply-diff", diff, log_path, "applying the agent's diff")
     if done.exit_code is None or done.timed_out:
         raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
     if done.exit_code == EXIT_SETUP_FAILED:
