@@ -37,6 +37,9 @@ AGENT = "bench-oracle"
 # The tasks the sections run (the config's `tasks:`): the first four example tasks, one per example repository,
 # as the results in bench/README.md were measured; examples_calc-6 (a second calc task) is left out.
 EXAMPLE_TASKS = ("examples_calc-4", "examples_semver-6", "examples_slug-8", "examples_units-12")
+# The Gradle example (real Gradle 4.4, a daemon per container; its warm cache has every dependency, so its
+# bare run needs no network): measured beside the kotlinc examples in the overhead section only.
+GRADLE_TASKS = ("examples_tally-2",)
 CSV_FIELDS = ("section", "case", "variant", "task", "rep", "metric", "value", "unit", "ok", "note")
 
 

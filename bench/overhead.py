@@ -31,6 +31,7 @@ import yaml
 from bench.common import (
     AGENT,
     EXAMPLE_TASKS,
+    GRADLE_TASKS,
     Context,
     Row,
     log,
@@ -169,9 +170,11 @@ def measure_snakemake(ctx: Context, workspace: Path, task: Task, rep: int) -> li
     return rows
 
 
-def run(ctx: Context, task_ids: Sequence[str] = EXAMPLE_TASKS) -> None:
+def run(ctx: Context, task_ids: Sequence[str] = (*EXAMPLE_TASKS, *GRADLE_TASKS)) -> None:
     """`ctx.reps` repetitions of the three variants on each of `task_ids` (tests/test_bench.py runs one
-    repetition on one task of a finished workspace, so that a change to the steps cannot break it unseen)."""
+    repetition on one task of a finished workspace, so that a change to the steps cannot break it unseen).
+    The Gradle example's row stands beside the kotlinc examples': its daemon's start-up is in the bare run
+    too (a fresh container each time), so it is the task's, not the harness's."""
     assert ctx.workspace is not None
     workspace = ctx.workspace
     tasks = [load_task((workspace / "examples/tasks" / t).resolve()) for t in task_ids]

@@ -7,6 +7,7 @@ import docker
 
 from bench.common import (
     EXAMPLE_TASKS,
+    GRADLE_TASKS,
     Context,
     Row,
     log,
@@ -26,15 +27,16 @@ def prepare(ctx: Context) -> None:
     (`kotlin-bench/<repo>:pr-<N>.ws-<workspace tag>`); their sentinels record the names and ids the
     sections run."""
     workspace = make_workspace(ctx.tmp / "workspace")
-    write_config(workspace, attempts=1)
-    targets = [t for task in EXAMPLE_TASKS for t in (names.task_sentinel(task), stamp(task))]
+    tasks = [*EXAMPLE_TASKS, *GRADLE_TASKS]
+    write_config(workspace, attempts=1, tasks=tasks)
+    targets = [t for task in tasks for t in (names.task_sentinel(task), stamp(task))]
     log(f"workspace {workspace}: materialize + image jobs (layer cache)")
     done = snakemake(workspace, *targets, log_path=ctx.out / "logs/prepare.log")
     if done.returncode != 0:
         raise RuntimeError(f"preparing the workspace failed (see {ctx.out / 'logs/prepare.log'})")
     client = docker.from_env()
     missing = []
-    for task in EXAMPLE_TASKS:
+    for task in tasks:
         sentinel = read_json(workspace / names.task_sentinel(task))
         if image_id(client, sentinel["id"]) is None:
             missing.append(task)

@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from kotlin_bench.core import names
-from kotlin_bench.dataset.task import discover
+from kotlin_bench.dataset.task import discover, load_task
 from kotlin_bench.engine.engine import EngineError, EngineSettings, Kind, connect
 from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.results.summary import summarize
@@ -49,6 +49,14 @@ DOCKER = EngineSettings()
 PODMAN = EngineSettings(Kind.PODMAN, socket=os.environ.get("KOTLIN_BENCH_PODMAN_SOCKET") or None)
 NO_DOCKER = "unix:///nonexistent/kotlin-bench-no-docker.sock"
 EXAMPLES = [p.name for p in discover(REPO / "examples/tasks")]  # the example dataset's task ids
+# The examples built by real Gradle (examples/README.md, `tally`: a daemon, downloads from the stand-in
+# Maven repository) cost 10-20 s a build: the engine tests (Podman, rootless, Slurm) run the others.
+GRADLE_EXAMPLES = [
+    p.name
+    for p in discover(REPO / "examples/tasks")
+    if load_task(p, require_materialized=False).test_command.startswith("gradle ")
+]
+KOTLINC_EXAMPLES = [t for t in EXAMPLES if t not in GRADLE_EXAMPLES]
 # Images the Podman tests use beside the examples' own, moved from Docker where it has them: the OS image
 # (tests/test_network.py builds its test image on it), that test image, and the egress proxy's.
 EXTRA_IMAGES = ["kotlin-bench/os:bookworm", "kotlin-bench/network-test:py3-curl"]
@@ -231,6 +239,7 @@ def podman_images(finished_examples: Workspace) -> Iterator[ImageArchive]:
         _service_missing("no rootful Podman service answers", "scripts/setup_podman.sh")
     docker = connect(DOCKER).client
     sentinels = sorted((finished_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
+    sentinels = [p for p in sentinels if p.stem not in GRADLE_EXAMPLES]  # the engine tests run the others
     wanted = {read_sentinel(p).image: read_sentinel(p).id for p in sentinels}
     for name in [*EXTRA_IMAGES, proxy_image_tag()]:
         found = image_id(docker, name)
@@ -309,7 +318,7 @@ def podman_examples(
     config = ws.config()
     config["agents"] = [*config["agents"], *forkbombs.agents(ws)]
     (ws.root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    targets = [ws.target(agent, task) for agent in ("oracle", "nop") for task in EXAMPLES]
+    targets = [ws.target(agent, task) for agent in ("oracle", "nop") for task in KOTLINC_EXAMPLES]
     targets += [ws.target(agent, forkbombs.TASK) for agent in forkbombs.PHASES]
     watched = forkbombs.run_watched(ws, targets)
     assert watched.returncode == 0, watched.output[-5000:]
@@ -340,13 +349,15 @@ VERDICT = [
 HOSTNAME_DEPENDENT = {"examples_calc-6"}
 
 
-def verdicts(ws: Workspace) -> pd.DataFrame:
-    """The verdict columns of a workspace's summary, one row per run, in a fixed order."""
-    return verdict_table(pd.read_csv(ws.root / names.SUMMARY_CSV))
+def verdicts(ws: Workspace, tasks: list[str] | None = None) -> pd.DataFrame:
+    """The verdict columns of a workspace's summary (of `tasks`; all by default), one row per run, in a
+    fixed order."""
+    summary = pd.read_csv(ws.root / names.SUMMARY_CSV)
+    return verdict_table(summary if tasks is None else summary[summary.task.isin(tasks)].copy())
 
 
 def run_verdicts(
-    ws: Workspace, agents: tuple[str, ...] = ("oracle", "nop"), tasks: list[str] = EXAMPLES
+    ws: Workspace, agents: tuple[str, ...] = ("oracle", "nop"), tasks: list[str] = KOTLINC_EXAMPLES
 ) -> pd.DataFrame:
     """The verdict columns of the runs of `agents` on `tasks` in a workspace, as its summary would have
     them (the runs must all be there)."""

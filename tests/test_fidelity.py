@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kotlin_bench.core import names
 from kotlin_bench.dataset import fidelity
 from kotlin_bench.dataset.fidelity import Impact
 from kotlin_bench.dataset.generate import VERIFIER_DIR, generate
@@ -26,7 +27,7 @@ BASE = "0123456789abcdef0123456789abcdef01234567"
 HOSTS = ["repo1.maven.org", "plugins.gradle.org"]
 # The differences from the published benchmark kotlin-bench keeps (dataset/kotlin-bench.json lists them
 # with their reasons), as the published-style tree below shows them.
-KEPT = ["verifier.other_processes", "agent_phase.added_env", "collector.size_cap"]
+KEPT = ["verifier.other_processes", "agent_phase.added_env", "collector.size_cap", "verifier.outside_repo"]
 
 
 def spec() -> dict[str, Any]:
@@ -269,10 +270,21 @@ def ours(tmp_path: Path) -> Callable[..., tuple[Any, Path]]:
 
 
 def run_check(
-    dataset: Any, root: Path, published: Path, agent_env: fidelity.AgentEnv = phase_env
+    dataset: Any,
+    root: Path,
+    published: Path,
+    agent_env: fidelity.AgentEnv = phase_env,
+    carries_agent_head: bool = True,
 ) -> fidelity.FidelityReport:
     source = PublishedSource(location=str(published), commit=None)
-    return fidelity.check(dataset, root / "tasks", root / "bases", source, agent_env=agent_env)
+    return fidelity.check(
+        dataset,
+        root / "tasks",
+        root / "bases",
+        source,
+        agent_env=agent_env,
+        carries_agent_head=carries_agent_head,
+    )
 
 
 def keys(report: fidelity.FidelityReport, impact: Impact) -> set[str]:
@@ -290,6 +302,21 @@ def test_the_same_meaning_passes(ours: Callable[..., Any], tmp_path: Path) -> No
     assert "task_toml.verifier.implemented" in keys(report, Impact.COSMETIC)
     assert "task_dockerfile.agent_tools_installed_in" in keys(report, Impact.RESTRUCTURED)
     assert report.compared["tests/test.sh"] == 2 and report.compared["base recipe"] == 1
+
+
+def test_a_verifier_that_restores_from_the_base_is_not_the_published_one(
+    ours: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The published test.sh restores the test patch's paths from HEAD in the agent's container: the
+    agent's commits. Ours runs in a fresh container, where HEAD is the base unless the hand-off carries
+    the agent's commits (it does: handoff.carries_agent_head)."""
+    from kotlin_bench.runs import handoff
+
+    assert handoff.carries_agent_head()
+    dataset, root = ours()
+    report = run_check(dataset, root, published_tree(tmp_path / "pub"), carries_agent_head=False)
+    found = {(d.task, d.ours, d.published) for d in report.unexplained if d.key == "verifier.restored_from"}
+    assert found == {(t, "the base commit", "the agent's HEAD") for t in ("acme_lint-7", "acme_lint-9")}
 
 
 @pytest.mark.parametrize(
@@ -531,7 +558,9 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
 ) -> None:
     """An agent that writes the fix and also edits the test file the hidden test patch changes (and adds
     the tests it adds, its own way) resolves: the published verifier restores those files first. With
-    `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed)."""
+    `verifier: {test_patch: strict}` the same work scores 0 (test_patch_failed). The same work committed
+    scores 0 (test_patch_failed) as published: the published verifier restores from the agent's HEAD, in
+    its container; the fresh verifier makes the agent's committed tree HEAD (work/committed.diff)."""
     from kotlin_bench.core.record import Status
     from tests.conftest import REPO, without_runs
 
@@ -544,12 +573,15 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
         + (attacks / "edit-tests.sh").read_text().split("\n", 1)[1]
     )
     agent = ws.write("fix-and-edit-tests.sh", script, 0o755)
+    commit = "\ngit add -A && git -c user.name=a -c user.email=a@example.invalid commit -qm 'my fix'\n"
+    committing = ws.write("fix-edit-tests-and-commit.sh", script + commit, 0o755)
     agents = [
         {"name": "published", "kind": "script", "script": agent},
         {"name": "strict", "kind": "script", "script": agent},
+        {"name": "committing", "kind": "script", "script": committing},
     ]
     ws.configure([task], agents)
-    out = ws.snakemake(ws.target("published", task))
+    out = ws.snakemake(ws.target("published", task), ws.target("committing", task))
     assert out.returncode == 0, out.stderr[-3000:]
     ws.configure([task], agents, verifier={"test_patch": "strict"})
     out = ws.snakemake(ws.target("strict", task))
@@ -559,6 +591,12 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
     assert published.status is Status.RESOLVED, published.verifier.get("reasons")
     assert "src/test/kotlin/calc/CalculatorTest.kt" in published.flags["tests"]  # flagged for review
     assert (strict.status, strict.reason) == (Status.UNRESOLVED, "test_patch_failed")
+    committed = ws.result("committing", task)
+    assert committed is not None
+    assert (committed.status, committed.reason) == (Status.UNRESOLVED, "test_patch_failed")
+    assert committed.capture["committed_bytes"] > 0
+    work = (ws.root / names.work_record("committing", task, 1)).parent
+    assert "src/test/kotlin/calc/CalculatorTest.kt" in (work / "committed.diff").read_text()
 
 
 def test_the_tools_build_is_read_through_an_arg_default() -> None:

@@ -68,6 +68,15 @@ def test_judging_a_task() -> None:
     assert bad["verdict"] == "FAIL"
     assert bad["reasons"] == "oracle errored: RunError: engine went away; nop scored 1 (resolved)"
     assert judge_task(None, nop, check(Probe.ANSWERED, Probe.BLOCKED))["reasons"] == "oracle no run"
+    # a repeated verification that errored (a network fault) is named, not taken for a flaky verdict
+    fault = "network fault: repo.examples.test (HTTP 503) for junit:junit:4.13.2: not a score"
+    errored = make_result("calc-1", status="error", reason="infrastructure", error=fault, repeat=2)
+    flaky = make_result("calc-1", status="unresolved", reason="f2p_failed", repeat=3)
+    repeated = judge_task(oracle, nop, check(Probe.ANSWERED, Probe.BLOCKED), [errored, flaky])
+    assert repeated["oracle"] == "1,error,0" and repeated["verdict"] == "FAIL"
+    assert repeated["reasons"] == (
+        f"oracle verification 2 errored: infrastructure: {fault}; oracle verdict-flaky over 3 verifications (1,error,0)"
+    )
 
 
 def test_check_records_round_trip(tmp_path: Path) -> None:

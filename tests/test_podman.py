@@ -22,7 +22,7 @@ from kotlin_bench.core.record import RunResult, WorkRecord
 from kotlin_bench.engine.engine import connect
 from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import EXAMPLES, PODMAN, RootlessUser, WatchedRun, run_verdicts, verdicts
+from tests.conftest import KOTLINC_EXAMPLES, PODMAN, RootlessUser, WatchedRun, run_verdicts, verdicts
 from tests.test_slurm import SUBMITTED_RE, accounting
 
 pytestmark = [pytest.mark.podman]
@@ -30,7 +30,7 @@ SLURM_TASK = "examples_calc-4"
 
 
 def oracle_and_nop(ws: Workspace) -> list[RunResult]:
-    found = [ws.result(agent, task) for agent in ("oracle", "nop") for task in EXAMPLES]
+    found = [ws.result(agent, task) for agent in ("oracle", "nop") for task in KOTLINC_EXAMPLES]
     assert all(found), found
     return [r for r in found if r is not None]
 
@@ -41,8 +41,11 @@ def test_the_examples_run_end_to_end_on_rootful_podman(
     ws = podman_examples.ws
     found = run_verdicts(ws)
     by_agent = found.groupby("agent").status.value_counts().to_dict()
-    assert by_agent == {("oracle", "resolved"): len(EXAMPLES), ("nop", "unresolved"): len(EXAMPLES)}
-    docker = verdicts(finished_examples)
+    assert by_agent == {
+        ("oracle", "resolved"): len(KOTLINC_EXAMPLES),
+        ("nop", "unresolved"): len(KOTLINC_EXAMPLES),
+    }
+    docker = verdicts(finished_examples, KOTLINC_EXAMPLES)
     assert docker.image_id.notna().all()
     pd.testing.assert_frame_equal(found, docker)
     engine = connect(PODMAN)
@@ -82,7 +85,7 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
         on_slurm, slurm_log, *profile, "--seconds-between-status-checks", "2", on_slurm.target(*slurm_run)
     )
     try:
-        runs = [(a, t) for a in ("oracle", "nop") for t in EXAMPLES if (a, t) != slurm_run]
+        runs = [(a, t) for a in ("oracle", "nop") for t in KOTLINC_EXAMPLES if (a, t) != slurm_run]
         out = rootless.snakemake(local, *(local.target(*run) for run in runs))
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
         assert slurm.wait(timeout=1800) == 0, slurm_log.read_text(errors="replace")[-5000:]
@@ -106,8 +109,11 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
     shutil.copytree(on_slurm.run_dir(*slurm_run), local.run_dir(*slurm_run))
     found = run_verdicts(local)
     by_agent = found.groupby("agent").status.value_counts().to_dict()
-    assert by_agent == {("oracle", "resolved"): len(EXAMPLES), ("nop", "unresolved"): len(EXAMPLES)}
-    pd.testing.assert_frame_equal(found, verdicts(finished_examples))
+    assert by_agent == {
+        ("oracle", "resolved"): len(KOTLINC_EXAMPLES),
+        ("nop", "unresolved"): len(KOTLINC_EXAMPLES),
+    }
+    pd.testing.assert_frame_equal(found, verdicts(finished_examples, KOTLINC_EXAMPLES))
     results = oracle_and_nop(local)
     for result in results:
         assert result.engine["engine"].endswith(" rootless")

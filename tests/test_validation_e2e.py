@@ -32,7 +32,7 @@ from kotlin_bench.tools.workspace import Workspace, checkout_files
 from kotlin_bench.validation.derive import derive
 from kotlin_bench.validation.phase import run_phase
 from kotlin_bench.validation.records import TaskValidation, phase_labels
-from tests.conftest import REPO, without_runs
+from tests.conftest import GRADLE_EXAMPLES, REPO, without_runs
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 NEW = "examples_calc-6"
@@ -65,6 +65,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -
     ws = without_runs(finished_examples, tmp_path_factory.mktemp("validation") / "ws")
     config = ws.config()
     config["validation"]["repeats"] = REPEATS
+    # The Gradle examples' eight phases (10-20 s builds each) are left to their own validation
+    # (examples/README.md); here the kotlinc examples, whose lists the same rules derive.
+    config["tasks"] = [t for t in example_tasks() if t not in GRADLE_EXAMPLES]
     ws.write("config.yaml", yaml.safe_dump(config, sort_keys=False))
     return ws
 
@@ -105,7 +108,7 @@ def summary(ws: Workspace, added: subprocess.CompletedProcess[str]) -> pd.DataFr
 
 
 def test_every_example_task_validates_with_the_committed_lists(summary: pd.DataFrame) -> None:
-    assert sorted(summary.index) == sorted(example_tasks())
+    assert sorted(summary.index) == sorted(t for t in example_tasks() if t not in GRADLE_EXAMPLES)
     assert summary["valid"].all(), summary[["valid", "reasons"]]
     assert (summary["expected"] == "equal").all(), summary[
         ["expected", "only_in_derived", "only_in_expected"]

@@ -201,6 +201,9 @@ WORK_DIR = "work"
 WORK_FILE = "work.json"
 # Files of a run's work directory (besides work.json).
 AGENT_DIFF = "agent.diff"
+# the diff from the base commit to the agent's HEAD, when it committed (beside agent.diff): the published
+# verifier restores the test patch's paths from that HEAD, so the fresh verifier makes it HEAD again
+COMMITTED_DIFF = "committed.diff"
 AGENT_LOG = "agent.log"
 CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"

@@ -229,6 +229,8 @@ class WorkRecord:
     flags: dict[str, list[str]] = field(default_factory=dict)
     diff: str | None = None  # the patch's file name (beside work.json); None: nothing to verify
     diff_sha256: str | None = None
+    # the diff of the agent's commits (beside work.json; names.COMMITTED_DIFF), when its HEAD moved
+    committed: str | None = None
     patch: PatchKind = PatchKind.CAPTURED
     trial_result: str | None = None  # a Harbor trial's result.json, relative to the work directory
     harbor: dict[str, Any] | None = None

@@ -30,7 +30,6 @@ class Health(StrEnum):
     FAIL = "FAIL"
 
 
-
 HEALTHCHECK_COLUMNS = [
     "task",
     "oracle",
@@ -70,7 +69,10 @@ def judge_task(
         repeats = sorted(oracle_repeats, key=lambda r: r.repeat)
         rewards = [oracle.reward, *(r.reward for r in repeats)]
         oracle_shown = ",".join("error" if r is None else f"{r:g}" for r in rewards)
-        if any(r != 1.0 for r in rewards[1:]):
+        errored = [r for r in repeats if r.status is Status.ERROR]
+        for r in errored:  # e.g. a network fault: named (host, artifact), not taken for a flaky verdict
+            problems.append(f"oracle verification {r.repeat} errored: {r.reason}: {(r.error or '')[:120]}")
+        if any(r.reward != 1.0 for r in repeats if r.status is not Status.ERROR):
             problems.append(f"oracle verdict-flaky over {len(rewards)} verifications ({oracle_shown})")
     nop_shown, problem = _reward(nop, 0.0)
     problems += [f"nop {problem}"] if problem else []

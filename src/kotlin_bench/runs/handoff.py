@@ -140,6 +140,7 @@ class Capture:
     objects: str = "repository"  # or "pristine": the task image's, the agent's could not give the base
     git: str = "container"  # or "pristine": the task image's binary, the agent's was gone or broken
     diff_bytes: int = 0
+    committed_bytes: int = 0  # the diff of the agent's commits (names.COMMITTED_DIFF), when it committed
     seconds: float = 0.0
     left_out: list[LeftOut] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # paths git could not add, with its message
@@ -151,6 +152,7 @@ class Capture:
             "objects": self.objects,
             "git": self.git,
             "diff_bytes": self.diff_bytes,
+            "committed_bytes": self.committed_bytes,
             "seconds": round(self.seconds, 2),
             "left_out": [{"path": x.path, "why": str(x.why), "bytes": x.bytes} for x in self.left_out],
             "errors": self.errors,
@@ -233,8 +235,15 @@ def capture(
             break
     record.objects, record.git = objects, git
     record.seconds = time.monotonic() - started
+    committed = diff_path.with_name(names.COMMITTED_DIFF)
+    committed.unlink(missing_ok=True)
     if record.outcome is not Outcome.CAPTURED:
         diff_path.write_bytes(b"")
+    else:
+        data = containers.read_file(container, f"{CAP}/out/{names.COMMITTED_DIFF}", limits.max_diff_bytes)
+        if data:
+            committed.write_bytes(data)
+            record.committed_bytes = len(data)
     record.diff_bytes = diff_path.stat().st_size
     return record
 
@@ -358,18 +367,41 @@ def _read(path: Path) -> bytes:
 # --------------------------------------------------------------------------- apply
 
 
+def carries_agent_head() -> bool:
+    """Whether the hand-off makes the agent's commits HEAD of the fresh verifier (`commit_head`)."""
+    return "commit-head)" in script()
+
+
+def _apply_step(
+    container: Container, task: Task, command: str, patch: Path, log_path: Path, what: str
+) -> containers.StreamResult:
+    """handoff.sh `command` REPO BASE <patch copied in> in the verifier container, its output logged."""
+    containers.copy_file_in(container, patch, CAP)
+    argv = _argv(command, task.repo_dir, task.base_commit, f"{CAP}/{patch.name}")
+    with log_path.open("ab") as log:
+        log.write(f"kotlin-bench: {what}\n".encode())
+        return containers.stream(
+            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+        )
+
+
+def commit_head(container: Container, task: Task, committed: Path, log_path: Path) -> None:
+    """After `apply_diff`: the agent's committed tree (the diff of its commits) becomes HEAD of the fresh
+    verifier container, so that the test patch's paths are restored from it as the published verifier,
+    running in the agent's container, restores them from the agent's HEAD."""
+    done = _apply_step(container, task, "commit-head", committed, log_path, "making the agent's commits HEAD")
+    if done.exit_code != 0 or done.timed_out:
+        raise containers.ContainerError(
+            f"the agent's commits could not be made HEAD in the verifier container (see {log_path.name})"
+        )
+
+
 def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> bool:
     """Apply the captured diff in the fresh verifier container, whose tree is first put at the base commit
     (also for an empty diff: what the warm-up left there is the agent's to keep); False when git refuses
     it."""
     _prepared(container)
-    containers.copy_file_in(container, diff, CAP)
-    argv = _argv("apply-diff", task.repo_dir, task.base_commit, f"{CAP}/{diff.name}")
-    with log_path.open("ab") as log:
-        log.write(b"kotlin-bench: applying the agent's diff\n")
-        done = containers.stream(
-            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
-        )
+    done = _apply_step(container, task, "apply-diff", diff, log_path, "applying the agent's diff")
     if done.exit_code is None or done.timed_out:
         raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
     if done.exit_code == EXIT_SETUP_FAILED:

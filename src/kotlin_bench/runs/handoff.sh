@@ -10,9 +10,16 @@
 #       as are embedded git repositories; each is listed in CAP/out/left-out (why, bytes, path; NUL-
 #       separated). Paths git could not add are in CAP/out/errors. OBJECTS is the object store that
 #       holds BASE: the repository's own (REPO/.git/objects) or a pristine copy put into CAP/pristine.
+#       When the agent committed (its HEAD, read as files, is a commit other than BASE that OBJECTS
+#       hold), the diff from BASE to that commit goes to CAP/out/committed.diff (binary; empty when over
+#       MAX_DIFF_BYTES or when there is none): the published verifier restores the test patch's paths from
+#       that HEAD, so the fresh verifier needs it (commit-head below).
 #   handoff.sh CAP apply-diff  REPO BASE DIFF
 #       Apply a captured diff to the work tree of a fresh verifier container, first put at BASE (tracked
 #       files as at BASE, untracked files that are not ignored removed: what the warm-up left there).
+#   handoff.sh CAP commit-head REPO BASE COMMITTED_DIFF
+#       In a fresh verifier container, after apply-diff: a commit on top of BASE with the agent's
+#       committed diff becomes HEAD (through a private index: the work tree and index stay as they are).
 #   handoff.sh CAP apply-patch REPO BASE PATCH...
 #       Apply the first of the candidate patches that applies, trying SWE-bench's appliers in order on
 #       each (the work tree is put at BASE first, and again after each applier that fails); prints
@@ -235,7 +242,48 @@ capture() {
     size=$(stat -c %s "$OUT/agent.diff") || return $GIT_FAILED
     [ "$size" -le "$max_diff" ] || return $TOO_LARGE
     [ "$rc" -eq 0 ] || return $NO_BASE # a base blob the objects cannot give
+    committed_diff "$repo" "$base" "$max_diff"
     cat "$OUT/agent.diff"
+}
+
+# The commit the agent's HEAD names, read as files (its config is never read): a symbolic ref is looked
+# up loose, then in packed-refs. Prints the commit id; fails when there is none to read.
+agent_head() {
+    local gitdir=$1/.git line ref sha name depth=0
+    [ -f "$gitdir/HEAD" ] || return 1
+    read -r line <"$gitdir/HEAD" || [ -n "$line" ] || return 1
+    while [[ $line == "ref: "* ]] && [ "$depth" -lt 5 ]; do
+        ref=${line#ref: }
+        depth=$((depth + 1))
+        case $ref in refs/*) ;; *) return 1 ;; esac
+        case $ref in *..*) return 1 ;; esac
+        if [ -f "$gitdir/$ref" ]; then
+            read -r line <"$gitdir/$ref" || [ -n "$line" ] || return 1
+        else
+            line=""
+            [ -f "$gitdir/packed-refs" ] || return 1
+            while read -r sha name; do
+                [ "$name" = "$ref" ] && line=$sha && break
+            done <"$gitdir/packed-refs"
+        fi
+    done
+    [[ $line =~ ^[0-9a-f]{40}$ ]] || return 1
+    printf '%s\n' "$line"
+}
+
+# CAP/out/committed.diff: BASE to the agent's HEAD, when the agent committed (see the header).
+committed_diff() {
+    local repo=$1 base=$2 max_diff=$3 head size
+    : >"$OUT/committed.diff"
+    head=$(agent_head "$repo") || return 0
+    [ "$head" != "$(git rev-parse --verify -q "$base^{commit}")" ] || return 0
+    git cat-file -e "$head^{commit}" 2>/dev/null || return 0
+    git diff --binary --full-index --no-ext-diff --no-textconv --no-color --no-renames --no-relative \
+        --src-prefix=a/ --dst-prefix=b/ "$base" "$head" -- 2>/dev/null \
+        | head -c "$((max_diff + 1))" >"$OUT/committed.diff"
+    size=$(stat -c %s "$OUT/committed.diff") || return 0
+    [ "$size" -le "$max_diff" ] || : >"$OUT/committed.diff"
+    return 0
 }
 
 # --------------------------------------------------------------------------- apply
@@ -255,6 +303,21 @@ apply_diff() {
     tree_at_base "$repo" "$base" || return $SETUP_FAILED
     [ -s "$diff" ] || return 0
     git apply --binary --whitespace=nowarn -- "$diff"
+}
+
+commit_head() {
+    local repo=$1 base=$2 diff=$3 tree commit
+    cd "$repo" || return $SETUP_FAILED
+    # the repository's own git directory (a fresh container's: no agent code has run in it), a private index
+    unset GIT_DIR GIT_WORK_TREE
+    export GIT_INDEX_FILE=$CAP/head-index
+    export GIT_AUTHOR_NAME="the agent" GIT_AUTHOR_EMAIL=agent@kotlin-bench.invalid
+    export GIT_COMMITTER_NAME=kotlin-bench GIT_COMMITTER_EMAIL=verifier@kotlin-bench.invalid
+    git read-tree "$base" && git apply --cached --binary --whitespace=nowarn -- "$diff" || return 3
+    tree=$(git write-tree) || return 3
+    commit=$(git commit-tree "$tree" -p "$base" -m "The agent's commits (kotlin-bench: as its HEAD was)") || return 3
+    git update-ref -m "kotlin-bench: the agent's HEAD" HEAD "$commit" || return 3
+    echo "HEAD is the agent's committed tree: $commit"
 }
 
 # SWE-bench's appliers, in its order (swebench/harness/run_evaluation.py, GIT_APPLY_CMDS); GNU patch
@@ -310,6 +373,7 @@ case $command in
 prepare) prepare ;;
 capture) capture "$@" ;;
 apply-diff) apply_diff "$@" ;;
+commit-head) commit_head "$@" ;;
 apply-patch) apply_patch "$@" ;;
 *)
     echo "handoff.sh: unknown command $command" >&2

@@ -167,6 +167,8 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
         record.outcome, record.error = outcome.skip_reason, outcome.message or None
     else:
         record.diff, record.diff_sha256 = diff.name, file_sha256(diff)
+        if capture.committed_bytes:
+            record.committed = names.COMMITTED_DIFF
     record.timings["solve_sec"] = round(time.monotonic() - started, 2)
     record.write(work_dir / names.WORK_FILE)
     return record

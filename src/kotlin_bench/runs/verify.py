@@ -16,6 +16,13 @@ recorded with its raw codes. A container that stops or runs out of memory under 
 infrastructure error (`VerifyError`), not a score; unless the verifier's tests (the agent's code) hit the
 container's process limit: that is the agent's outcome (reward 0, `process_limit`), like an agent phase
 that hit it. Nothing of the work directory is changed.
+
+A build that failed because a repository did not answer (`kotlin_bench.scoring.network_faults`: Gradle's
+resolution or download failures with a refused, reset or timed-out connection, or an HTTP 5xx/429) is the
+network's fault, not a score: `NetworkFault`, a `VerifyError` naming the artifacts and hosts, so the step
+is retried and, on its last try, recorded as an `infrastructure` error. Only the hosts of the task's build
+at its base commit (read from the verifier container's HEAD before the agent's code runs), of the task's
+test patch and of its agent allowlist count: a dead host the agent's patch brought in stays its 0.
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.record import PatchKind, RunResult, WorkRecord, digests
 from kotlin_bench.dataset.predictions import patch_candidates
+from kotlin_bench.engine import containers
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
-from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reasons
+from kotlin_bench.scoring import network_faults
+from kotlin_bench.scoring.reasons import LOG_TAIL_BYTES, Reason, classify, detail_of, raw_reasons
 from kotlin_bench.scoring.rescore import verdict_problem
 
 if TYPE_CHECKING:
@@ -44,6 +53,11 @@ if TYPE_CHECKING:
 
 class VerifyError(RuntimeError):
     """The harness or the engine failed while verifying; the run has no verdict."""
+
+
+class NetworkFault(VerifyError):
+    """The verifier's build could not download a dependency because its repository did not answer: the
+    network's fault, retried like any verify-step error and never scored."""
 
 
 class TestPatchMode(StrEnum):
@@ -180,6 +194,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
         if not _apply(box, task, work, diff, result, run_dir / names.VERIFIER_LOG):
             return
         box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
+        trusted = _network_hosts(box, task)
         with box.network(task.verifier) as net:
             done = box.run(
                 f"bash {names.CONTAINER_TESTS}/test.sh",
@@ -221,8 +236,38 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
     raw = raw_reasons(own, result.verifier.get("reasons"))
     if reward == 1.0:
         result.score(1.0)
-    else:
-        result.score(0.0, classify(raw, out / names.TEST_OUTPUT_LOG), detail_of(raw))
+        return
+    if not problem:
+        faults = network_faults.the_networks(
+            network_faults.faults_in(_tail(out / names.TEST_OUTPUT_LOG)), trusted
+        )
+        if faults:
+            raise NetworkFault(
+                f"{network_faults.describe(faults)}: the build could not download it; not a score"
+            )
+    result.score(0.0, classify(raw, out / names.TEST_OUTPUT_LOG), detail_of(raw))
+
+
+def _network_hosts(box: PhaseContainer, task: Task) -> set[str]:
+    """The hosts whose faults are the network's: those the build files name at HEAD (the base commit: the
+    agent's work is only in the work tree), those the task's test patch adds, and the agent allowlist's.
+    Read before the agent's code runs in the container."""
+    pathspecs = " ".join(f"'{spec}'" for spec in network_faults.BUILD_FILES)
+    _code, found = containers.output(
+        box.container, f"git grep -I -h -e :// -e '()' HEAD -- {pathspecs}", workdir=task.repo_dir, timeout=60
+    )
+    test_patch = (task.path / names.TEST_PATCH).read_text(encoding="utf-8", errors="replace")
+    text = found.decode("utf-8", errors="replace") + "\n" + network_faults.added_lines(test_patch)
+    return network_faults.hosts_in(text) | set(task.agent.allowed_hosts)
+
+
+def _tail(log: Path) -> str:
+    try:
+        with log.open("rb") as stream:
+            stream.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
+            return stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _apply(
@@ -233,6 +278,8 @@ def _apply(
     SWE-bench's appliers (the applier and the normalisations are recorded)."""
     if work.patch is PatchKind.CAPTURED:
         if handoff.apply_diff(box.container, task, patch, log):
+            if work.committed:  # the published verifier restores the test patch's paths from this HEAD
+                handoff.commit_head(box.container, task, patch.with_name(work.committed), log)
             return True
         result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
         return False

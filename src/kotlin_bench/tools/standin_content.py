@@ -41,7 +41,9 @@ BASE_VERSION = "1.0.0"
 COMPILE_TIMEOUT = 900
 CDS_ARCHIVE = "kotlinc.jsa"
 FAST_JVM = "-XX:TieredStopAtLevel=1 -Xlog:cds=off"
-MAIN_SOURCES = re.compile(r"^(?:(?P<module>[^/]+)/)?src/main/kotlin/(?P<path>.+\.kt)$")
+MAIN_SOURCES = re.compile(
+    r"^(?:(?P<module>[^/]+)/)?src/main/(?:kotlin/(?P<path>.+\.kt)|java/(?P<java>.+\.java))$"
+)
 
 
 class ContentError(RuntimeError):
@@ -184,7 +186,7 @@ def _main_sources(repo: Path, commit: str) -> dict[str, bytes]:
             blob = subprocess.run(
                 ["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, check=True
             ).stdout
-            found[match["path"]] = blob
+            found[match["path"] or match["java"]] = blob
     return found
 
 
@@ -233,7 +235,8 @@ def _kotlinc(root: Path, cache: Path, log: list[str]) -> Path:
 
 
 def _compile(kotlinc: Path, sources: dict[str, bytes], what: str) -> dict[str, bytes]:
-    """The class files (and Kotlin module file) kotlinc makes of `sources`: path in the jar -> bytes."""
+    """The class files (and Kotlin module file) kotlinc makes of `sources`: path in the jar -> bytes. A
+    Java project (the Gradle example, `tally`: only `.java` sources) is compiled by the host JDK's javac."""
     with tempfile.TemporaryDirectory(prefix="kotlin-bench-standin-") as tmp:
         src, out = Path(tmp) / "src", Path(tmp) / "out"
         for path, data in sources.items():
@@ -242,8 +245,10 @@ def _compile(kotlinc: Path, sources: dict[str, bytes], what: str) -> dict[str, b
         archive = kotlinc.parent.parent / CDS_ARCHIVE
         shared = f" {FAST_JVM} -XX:SharedArchiveFile={archive}" if archive.is_file() else ""
         env = {**os.environ, "JAVA_OPTS": f"-Xmx512M{shared}"}
+        java = bool(sources) and all(p.endswith(".java") for p in sources)
+        compiler = ["javac", "-nowarn", "-encoding", "UTF-8"] if java else [str(kotlinc), "-nowarn"]
         result = subprocess.run(
-            [str(kotlinc), "-nowarn", "-d", str(out), *sorted(str(src / p) for p in sources)],
+            [*compiler, "-d", str(out), *sorted(str(src / p) for p in sources)],
             capture_output=True,
             text=True,
             env=env,
@@ -251,7 +256,7 @@ def _compile(kotlinc: Path, sources: dict[str, bytes], what: str) -> dict[str, b
             check=False,
         )
         if result.returncode != 0:
-            raise ContentError(f"kotlinc {what}: {result.stderr.strip()[-1000:]}")
+            raise ContentError(f"{compiler[0]} {what}: {result.stderr.strip()[-1000:]}")
         return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 

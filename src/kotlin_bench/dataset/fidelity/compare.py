@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import tempfile
@@ -44,8 +45,9 @@ PUBLISHED_AGENT_ENV: Mapping[str, str] = {}
 class _Compare:
     """Collects the differences of one dataset against one published tree."""
 
-    def __init__(self, dataset: Dataset, report: FidelityReport) -> None:
+    def __init__(self, dataset: Dataset, report: FidelityReport, carries_agent_head: bool = False) -> None:
         self.dataset, self.report = dataset, report
+        self.carries_agent_head = carries_agent_head  # our hand-off makes the agent's commits HEAD again
 
     def add(self, key: str, impact: Impact, ours: Any, published: Any, task: TaskSpec | None = None) -> None:
         if ours == published:
@@ -274,8 +276,14 @@ def compare_task(
             "reward_zero_first",
             "reward_one_without_reports",
             "other_processes",
+            "restored_from",
+            "outside_repo",
         )
-        cmp.facts("verifier", our_verifier(task_dir), published_verifier(test_sh), impacts, task)
+        ours, theirs = our_verifier(task_dir, cmp.carries_agent_head), published_verifier(test_sh)
+        if not (ours.restores_test_patch_paths and theirs.restores_test_patch_paths):
+            # where the paths are restored from matters only when both restore them (else: that fact)
+            ours = dataclasses.replace(ours, restored_from=theirs.restored_from)
+        cmp.facts("verifier", ours, theirs, impacts, task)
     if task.init_script:
         init = text(f"environment/{task.init_script}")
         if init is not None:
@@ -402,12 +410,15 @@ def check(
     only: Sequence[str] | None = None,
     *,
     agent_env: AgentEnv,
+    carries_agent_head: bool,
 ) -> FidelityReport:
     """Compare every selected task (and every base) with the published benchmark. `agent_env` is what our
-    runner adds to an agent phase's environment (`kotlin_bench.engine.network.phase_env`)."""
+    runner adds to an agent phase's environment (`kotlin_bench.engine.network.phase_env`);
+    `carries_agent_head` whether our hand-off makes the agent's commits HEAD of the fresh verifier
+    (`kotlin_bench.runs.handoff.carries_agent_head`)."""
     reader = PublishedReader(source)
     report = FidelityReport()
-    cmp = _Compare(dataset, report)
+    cmp = _Compare(dataset, report, carries_agent_head)
     scripts: list[tuple[TaskSpec, Path, PublishedScripts]] = []
     for task in dataset.select(only):
         task_dir = tasks_dir / task.id

@@ -218,6 +218,14 @@ def our_starting_tree(task_dir: Path) -> StartingTree:
     return starting_tree([*lines, *_after(dockerfile, "prepare.sh")])
 
 
+# Where a verifier runs decides what the agent left outside its work tree: the published test.sh runs in
+# the agent's own container; ours in a fresh container from the task image, given the captured diff.
+KEPT = "kept (the agent's container)"
+DROPPED = "dropped (a fresh container: only the captured diff of the repository)"
+AGENT_HEAD = "the agent's HEAD"
+BASE_COMMIT = "the base commit"
+
+
 @dataclass(frozen=True)
 class Verifier:
     """What a task's verifier does, as facts."""
@@ -230,6 +238,10 @@ class Verifier:
     reward_zero_first: bool
     reward_one_without_reports: bool
     other_processes: str  # left running | stopped
+    # what the test patch's paths are restored to (when restored): the agent's HEAD, or the base commit
+    restored_from: str = "n/a"
+    # what the agent left outside the repository, in ignored files and build caches
+    outside_repo: str = KEPT
 
 
 KILL_RE = re.compile(r"(?:^|[\s;&|(])(?:kill|pkill|killall)\b|gradlew\s+--stop\b")
@@ -247,20 +259,27 @@ def _verifier_facts(script: str, test_command: str | None, env: Mapping[str, str
     return Verifier(
         test_command=test_command,
         env=tuple(sorted(env.items())),
-        restores_test_patch_paths=re.search(r"restore --source=HEAD|checkout HEAD --", script) is not None,
+        restores_test_patch_paths=_restores(script),
         apply_fails_closed=re.search(r"if\s+!\s*git apply", script) is not None,
         deletes_stale_reports=re.search(r"find .*TEST\*\.xml.*-delete", script) is not None,
         reward_zero_first=zero is not None and zero.start() < command_at,
         reward_one_without_reports=re.search(r"echo 1\s*>\s*\S*reward\.txt", script) is not None,
         other_processes=other_processes(script),
+        restored_from=AGENT_HEAD if _restores(script) else "n/a",
     )
+
+
+def _restores(script: str) -> bool:
+    return re.search(r"restore --source=HEAD|checkout HEAD --", script) is not None
 
 
 def published_verifier(test_sh: str) -> Verifier:
     return _verifier_facts(test_sh, test_command_of(test_sh), exports(test_sh))
 
 
-def our_verifier(task_dir: Path) -> Verifier:
+def our_verifier(task_dir: Path, carries_agent_head: bool) -> Verifier:
+    """Our verifier's facts. It runs in a fresh container: HEAD there is the agent's (its commits carried
+    by the hand-off, `carries_agent_head`) or the base commit."""
     script = (task_dir / "tests/test.sh").read_text(encoding="utf-8")
     env_text = (task_dir / "tests/task.env").read_text(encoding="utf-8")
     command = re.search(r"^TEST_COMMAND=(.*)$", env_text, re.MULTILINE)
@@ -276,6 +295,10 @@ def our_verifier(task_dir: Path) -> Verifier:
         reward_zero_first=facts.reward_zero_first,
         reward_one_without_reports=facts.reward_one_without_reports,
         other_processes=facts.other_processes,
+        restored_from=(AGENT_HEAD if carries_agent_head else BASE_COMMIT)
+        if facts.restores_test_patch_paths
+        else "n/a",
+        outside_repo=DROPPED,
     )
 
 

@@ -315,6 +315,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     """Compare our task directories and base recipes with the published benchmark, by meaning."""
     from kotlin_bench.dataset import fidelity
     from kotlin_bench.engine.network import phase_env
+    from kotlin_bench.runs import handoff
 
     dataset = load_dataset(args.spec)
     source = PublishedSource(
@@ -324,7 +325,15 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir or default_cache_dir(),
     )
     only = args.tasks or None
-    report = fidelity.check(dataset, args.tasks_dir, args.bases_dir, source, only, agent_env=phase_env)
+    report = fidelity.check(
+        dataset,
+        args.tasks_dir,
+        args.bases_dir,
+        source,
+        only,
+        agent_env=phase_env,
+        carries_agent_head=handoff.carries_agent_head(),
+    )
     text = fidelity.render(report, len(dataset.select(only)))
     if args.report:
         write_atomic(args.report, text)
