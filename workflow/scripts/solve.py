@@ -27,7 +27,7 @@ from kotlin_bench.runs.handoff import Limits
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    agent = Agent(**sm.params.agent)
+    agent = Agent.from_params(sm.params.agent)
     check_disk(sm, Job.RUN, uses_engine=kind_of(agent).needs_image)
     attempt = int(sm.wildcards.attempt)
     work_dir = Path(sm.output[0]).parent

@@ -166,7 +166,7 @@ class Plan:
 
     def agent_config(self, name: str) -> dict[str, Any]:
         """The agent's configuration (a rule parameter; one dict per agent, shared by its jobs: not changed)."""
-        return self._once(("agent_config", name), lambda: asdict(self.agent(name)))
+        return self._once(("agent_config", name), lambda: self.agent(name).params())
 
     def prediction_digest(self, agent: str, task_id: str) -> str | None:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""

@@ -21,6 +21,8 @@ Subcommands:
   ``config/leaderboard/``, ``--check`` lists drift).
 - ``errors``: the runs recorded as errors (``--delete`` lets the next ``snakemake`` redo them).
 - ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
+- ``model-server``: a stand-in OpenAI-compatible model server playing scripted conversations, with faults
+  on demand (``kotlin_bench.tools.model_server``; tests and the examples' model-driven agents).
 - ``clean``: what this workspace left on the container engine (containers, proxies, networks, images,
   build cache), listed; ``--remove`` removes it, ``--all-images`` adds its task images
   (``kotlin_bench.tools.cli.clean``).
@@ -40,7 +42,7 @@ from pathlib import Path
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
-from kotlin_bench.tools import add_task
+from kotlin_bench.tools import add_task, model_server
 from kotlin_bench.tools.cli import clean, dataset, results
 from kotlin_bench.tools.cli.text import err
 from kotlin_bench.tools.root import OUTSIDE, resolve
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.register(sub)
     clean.register(sub)
     add_task.register(sub)
+    model_server.register(sub)
     return parser
 
 

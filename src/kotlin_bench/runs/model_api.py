@@ -1,0 +1,106 @@
+"""Model APIs around an agent: outages the harness saw, secrets kept out of the records, a script's usage.
+
+A model outage (the agent stopped because its model API answered 429 or 5xx, or did not answer, after the
+agent's own retries) is an error of the infrastructure, never the agent's score: the solve step raises
+`ModelOutage`, the job is retried after a backoff (`model_backoff_sec`, doubled each try), and a run
+still failing on the last try is recorded as `error` / `infrastructure` with the provider's answer.
+
+Only what the harness saw counts. A Harbor agent's outage is Harbor's own exception
+(`kotlin_bench.runs.agents.harbor.MODEL_OUTAGES`). A script agent claims one by writing the provider's
+answer to `$KOTLIN_BENCH_OUTAGE` and exiting non-zero; the claim is confirmed by the recording proxy's
+record of the model hosts' answers (`work/egress.jsonl`: a request to a model host answered 429 or >= 500,
+or not answered at all). An unconfirmed claim (no such answer, or no record: a public phase or a proxy
+that does not record) is the agent's: the run is scored, the claim kept in the work record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kotlin_bench.core.record import Usage
+
+OUTAGE_STATUSES = (408, 429)  # and every status from 500 on
+MAX_DETAIL = 600
+
+
+class ModelOutage(RuntimeError):
+    """The agent's model API failed it (seen by the harness): the run is retried, never scored."""
+
+
+def failed_answers(egress: Path, hosts: Iterable[str]) -> list[dict[str, Any]]:
+    """The requests of the egress record (`egress.jsonl`) to one of `hosts` that the model API failed:
+    answered 408, 429 or >= 500, or not answered (no status: a cut connection, a stall)."""
+    wanted = {h.lower() for h in hosts}
+    found = []
+    if not egress.is_file():
+        return found
+    with egress.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(request, dict) or str(request.get("host", "")).lower() not in wanted:
+                continue
+            status = request.get("status")
+            if not isinstance(status, int) or status <= 0 or status in OUTAGE_STATUSES or status >= 500:
+                found.append(request)
+    return found
+
+
+def confirm_outage(claim: str, egress: Path, hosts: Iterable[str]) -> str | None:
+    """The outage the harness saw behind a script's claim (its detail), or None when it saw none."""
+    failed = failed_answers(egress, hosts)
+    if not failed:
+        return None
+    last = failed[-1]
+    status = last.get("status") or "no answer"
+    where = f"{last.get('method', '')} {last.get('host', '')}{last.get('path', '')}".strip()
+    detail = f"the model API answered {status} to {where} ({len(failed)} failed request(s) in the egress record)"
+    return f"{detail}; the agent said: {claim.strip()[:MAX_DETAIL]}"
+
+
+def backoff_sec(base: float, try_number: int) -> float:
+    """How long to wait before try `try_number + 1` after a model outage on try `try_number`."""
+    return base * math.pow(2, max(0, try_number - 1))
+
+
+def read_usage(text: str) -> Usage:
+    """A script's usage file (`$KOTLIN_BENCH_USAGE`): a JSON object with any of input_tokens, cache_tokens,
+    output_tokens, cost_usd, model_calls (numbers); anything else is ignored."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return Usage()
+    usage = Usage.from_dict(data)
+    usage.trajectory = None  # the harness names it
+    for key in ("input_tokens", "cache_tokens", "output_tokens", "model_calls"):
+        value = getattr(usage, key)
+        setattr(usage, key, int(value) if isinstance(value, int | float) and value >= 0 else None)
+    cost = usage.cost_usd
+    usage.cost_usd = float(cost) if isinstance(cost, int | float) and cost >= 0 else None
+    return usage
+
+
+def redact(directory: Path, secrets: Iterable[str]) -> int:
+    """Replace each secret value in every text file under `directory`; the number of files changed."""
+    values = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+    if not values or not directory.is_dir():
+        return 0
+    changed = 0
+    for path in (p for p in directory.rglob("*") if p.is_file()):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        redacted = text
+        for secret in values:
+            redacted = redacted.replace(secret, "[redacted]")
+        if redacted != text:
+            path.write_text(redacted, encoding="utf-8")
+            changed += 1
+    return changed
