@@ -5,12 +5,15 @@ work record with status error, which the run's verify step turns into an error r
 SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the phase container's
 exit removes the run's containers, and no record is written. Too little free disk space (see
 kotlin_bench.engine.disk) refuses the job before anything starts, on every try, and is never recorded.
+A model outage the harness saw (kotlin_bench.runs.model_api) waits `model_backoff_sec` (doubled each try)
+before the job fails into its retry.
 """
 
 from pathlib import Path
 
 from kotlin_bench.dag.smk import (
     Tries,
+    backoff_after_outage,
     check_disk,
     configured_engine,
     logged,
@@ -47,6 +50,7 @@ with logged(sm.log[0]):
             work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine)
         except Exception as exc:
             if not tries.failed(exc):
+                backoff_after_outage(sm.config, exc, tries.number)
                 raise
             work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
         what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
 from kotlin_bench.engine.retention import ensure_task_image
+from kotlin_bench.runs.model_api import ModelOutage, backoff_sec
 
 
 @contextlib.contextmanager
@@ -108,6 +110,15 @@ def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
     check_job(
         job_label(script), job, configured_disk(config), writes, uses_engine, engine=configured_engine(config)
     )
+
+
+def backoff_after_outage(config: dict[str, Any], exc: BaseException, try_number: int) -> None:
+    """Before a try that follows a model outage (`ModelOutage`): wait `model_backoff_sec` from the config,
+    doubled on each further try, so that a provider's rate limit has time to lift."""
+    if isinstance(exc, ModelOutage):
+        wait = backoff_sec(float(config.get("model_backoff_sec", 60)), try_number)
+        print(f"kotlin-bench: the model API failed; the next try starts in {wait:.0f}s", flush=True)
+        time.sleep(wait)
 
 
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts

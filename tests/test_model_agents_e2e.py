@@ -1,0 +1,97 @@
+"""Model-driven agents end to end, offline: the example script agent (examples/agents/model-agent.sh)
+against the stand-in model server (`kotlin_bench.tools.model_server`) on the docker bridge, through the
+allowlist proxy of examples_calc-4's agent phase. One run resolves the task: its tokens and cost reach
+summary.csv, its trajectory the run page (headless Chromium), and the API key passed with `env:` reaches
+the agent and no file under results/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kotlin_bench.core import names
+from kotlin_bench.results.summary import read_summary
+from kotlin_bench.tools.model_server import ModelServer, Running, read_conversations
+from kotlin_bench.tools.workspace import Workspace
+from tests.conftest import REPO, snakemake
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
+TASK = "examples_calc-4"
+KEY = "sk-standin-4f1c9a7e2b"  # a made-up key: it must reach the agent and no file of the results
+PRICE = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, "cache_read_input_token_cost": 3e-07}
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def bridge_gateway() -> str:
+    """The host's address on Docker's default bridge (what the egress proxy reaches the host by)."""
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "docker0"], capture_output=True, text=True)
+    return out.stdout.split("inet ")[1].split("/")[0] if "inet " in out.stdout else "172.17.0.1"
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[Running]:
+    running = Running(ModelServer(read_conversations(REPO / "examples/models")), host=bridge_gateway())
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace, model_server: Running) -> Path:
+    work = finished_examples.clone(tmp_path_factory.mktemp("models") / "ws").root
+    agent = {
+        "name": "model-agent",
+        "kind": "script",
+        "script": "examples/agents/model-agent.sh",
+        "model": "standin-coder",
+        "base_url": model_server.url(),
+        "env": ["MY_API_KEY"],
+        "price": PRICE,
+    }
+    (work / "models.yaml").write_text(yaml.safe_dump({"tasks": [TASK], "agents": [agent], "retries": 0}))
+    out = snakemake(work, "--configfile", "models.yaml", env={"MY_API_KEY": KEY})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    return work
+
+
+def test_the_script_agent_resolves_the_task_with_its_usage_in_the_summary(solved: Path) -> None:
+    summary = read_summary(solved / names.SUMMARY_CSV).set_index("agent")
+    row = summary.loc["model-agent"]
+    assert row["status"] == "resolved", row.to_dict()
+    usage = json.loads((solved / names.work_dir("model-agent", TASK, 1) / names.WORK_FILE).read_text())["usage"]
+    assert usage["model_calls"] == 3 and usage["input_tokens"] > usage["cache_tokens"] > 0
+    assert (row["input_tokens"], row["cache_tokens"], row["output_tokens"]) == (
+        usage["input_tokens"], usage["cache_tokens"], usage["output_tokens"],
+    )  # fmt: skip
+    expected = (
+        (usage["input_tokens"] - usage["cache_tokens"]) * PRICE["input_cost_per_token"]
+        + usage["cache_tokens"] * PRICE["cache_read_input_token_cost"]
+        + usage["output_tokens"] * PRICE["output_cost_per_token"]
+    )
+    assert row["cost_usd"] == pytest.approx(expected) and row["solve_tries"] == 1
+
+
+def test_the_key_reaches_the_agent_and_no_file_of_the_results(solved: Path) -> None:
+    log = (solved / names.work_dir("model-agent", TASK, 1) / names.AGENT_LOG).read_text()
+    assert "API key set" in log
+    leaked = [p for p in (solved / "results").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_the_trajectory_is_readable_on_the_run_page(solved: Path) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium missing (scripts/setup.sh --tests)")
+    page = solved / names.site_run_page("model-agent", TASK, 1)
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert 'id="trajectory"' in dom
+    assert "TokenType.MINUS -&gt; { next(); -factor() }" in dom  # the command the model sent, as a step
+    assert "MINUS -&gt;" in dom.split('id="trajectory"')[1]
+    assert "input tokens" in dom and "cost" in dom
