@@ -1,14 +1,19 @@
-"""Model-driven agents end to end, offline: the example script agent (examples/agents/model-agent.sh)
-against the stand-in model server (`kotlin_bench.tools.model_server`) on the docker bridge, through the
-allowlist proxy of examples_calc-4's agent phase. One run resolves the task: its tokens and cost reach
-summary.csv, its trajectory the run page (headless Chromium), and the API key passed with `env:` reaches
-the agent and no file under results/."""
+"""Model-driven agents end to end, offline, against the stand-in model server
+(`kotlin_bench.tools.model_server`) on the docker bridge: the example script agent
+(examples/agents/model-agent.sh) through the allowlist proxy of examples_calc-4's agent phase, and
+Harbor's terminus-2 through the real `harbor` CLI. Each resolves the task: tokens and cost reach
+summary.csv, the trajectory the run page (headless Chromium), and the API key passed with `env:` reaches
+the agent and no file under results/. With the server answering 429 from the third turn on, terminus-2's
+run is error/infrastructure; once the server recovers, the next `snakemake` (after `kotlin-bench errors
+--delete`) redoes its solve step and scores it."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +25,16 @@ from kotlin_bench.results.summary import read_summary
 from kotlin_bench.tools.model_server import ModelServer, Running, read_conversations
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO, snakemake
+from tests.test_agents_e2e import HARBOR
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 TASK = "examples_calc-4"
 KEY = "sk-standin-4f1c9a7e2b"  # a made-up key: it must reach the agent and no file of the results
-PRICE = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, "cache_read_input_token_cost": 3e-07}
+PRICE = {
+    "input_cost_per_token": 3e-06,
+    "output_cost_per_token": 1.5e-05,
+    "cache_read_input_token_cost": 3e-07,
+}
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -41,20 +51,48 @@ def model_server() -> Iterator[Running]:
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace, model_server: Running) -> Path:
-    work = finished_examples.clone(tmp_path_factory.mktemp("models") / "ws").root
-    agent = {
+def agents(url: str) -> list[dict]:
+    script = {
         "name": "model-agent",
         "kind": "script",
         "script": "examples/agents/model-agent.sh",
         "model": "standin-coder",
-        "base_url": model_server.url(),
+        "base_url": url,
         "env": ["MY_API_KEY"],
         "price": PRICE,
     }
-    (work / "models.yaml").write_text(yaml.safe_dump({"tasks": [TASK], "agents": [agent], "retries": 0}))
-    out = snakemake(work, "--configfile", "models.yaml", env={"MY_API_KEY": KEY})
+    terminus = {
+        "name": "terminus",
+        "kind": "harbor",
+        "harbor_agent": "terminus-2",
+        "model": "openai/standin-coder",
+        "base_url": url,
+        "price": PRICE,
+        "isolate_network": True,  # terminus-2 calls the model from the host; its container needs no network
+        "model_api": "standin",
+    }
+    return [script, terminus]
+
+
+def run(work: Path, config: dict) -> subprocess.CompletedProcess[str]:
+    (work / "models.yaml").write_text(yaml.safe_dump(config))
+    env = {"MY_API_KEY": KEY, "OPENAI_API_KEY": KEY, "KOTLIN_BENCH_HARBOR": str(HARBOR)}
+    return snakemake(work, "--configfile", "models.yaml", env=env)
+
+
+@pytest.fixture(scope="module")
+def solved(
+    tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace, model_server: Running
+) -> Path:
+    """One run of each agent on examples_calc-4 (terminus-2 only where Harbor is installed)."""
+    work = finished_examples.clone(tmp_path_factory.mktemp("models") / "ws").root
+    wanted = agents(model_server.url())
+    if not (HARBOR / "venv/bin/harbor").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"harbor is not installed at {HARBOR}: CI must run scripts/setup_harbor.sh")
+        wanted = wanted[:1]
+    config = {"tasks": [TASK], "agents": wanted, "retries": 0, "model_apis": {"standin": 1}}
+    out = run(work, config)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     return work
 
@@ -63,7 +101,9 @@ def test_the_script_agent_resolves_the_task_with_its_usage_in_the_summary(solved
     summary = read_summary(solved / names.SUMMARY_CSV).set_index("agent")
     row = summary.loc["model-agent"]
     assert row["status"] == "resolved", row.to_dict()
-    usage = json.loads((solved / names.work_dir("model-agent", TASK, 1) / names.WORK_FILE).read_text())["usage"]
+    usage = json.loads((solved / names.work_dir("model-agent", TASK, 1) / names.WORK_FILE).read_text())[
+        "usage"
+    ]
     assert usage["model_calls"] == 3 and usage["input_tokens"] > usage["cache_tokens"] > 0
     assert (row["input_tokens"], row["cache_tokens"], row["output_tokens"]) == (
         usage["input_tokens"], usage["cache_tokens"], usage["output_tokens"],
@@ -95,3 +135,52 @@ def test_the_trajectory_is_readable_on_the_run_page(solved: Path) -> None:
     assert "TokenType.MINUS -&gt; { next(); -factor() }" in dom  # the command the model sent, as a step
     assert "MINUS -&gt;" in dom.split('id="trajectory"')[1]
     assert "input tokens" in dom and "cost" in dom
+
+
+def test_terminus_2_resolves_the_task_with_its_usage_and_trajectory(solved: Path) -> None:
+    if not (HARBOR / "venv/bin/harbor").exists():
+        pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
+    row = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["terminus"]
+    assert row["status"] == "resolved", row.to_dict()
+    assert row["input_tokens"] > row["cache_tokens"] > 0 and row["output_tokens"] > 0
+    expected = (
+        (row["input_tokens"] - row["cache_tokens"]) * PRICE["input_cost_per_token"]
+        + row["cache_tokens"] * PRICE["cache_read_input_token_cost"]
+        + row["output_tokens"] * PRICE["output_cost_per_token"]
+    )
+    assert row["cost_usd"] == pytest.approx(expected, rel=0.01)  # LiteLLM priced it at our price table
+    page = (solved / names.site_run_page("terminus", TASK, 1)).read_text()
+    assert 'id="trajectory"' in page and "TokenType.MINUS" in page.split('id="trajectory"')[1]
+    leaked = [p for p in (solved / "results").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_a_model_outage_is_an_error_and_is_redone_once_the_model_answers(
+    solved: Path, model_server: Running
+) -> None:
+    if not (HARBOR / "venv/bin/harbor").exists():
+        pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
+    outage = {**agents(model_server.url())[1], "name": "terminus-outage"}
+    config = {"tasks": [TASK], "agents": [outage], "retries": 0, "model_backoff_sec": 0}
+    model_server.set_fault("429@3")
+    try:
+        out = run(solved, config)
+    finally:
+        model_server.set_fault(None)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    row = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["terminus-outage"]
+    assert (row["status"], row["reason"], row["failed_step"]) == ("error", "infrastructure", "solve"), (
+        row.to_dict()
+    )
+    assert "ModelOutage" in row["error"] and "RateLimitError" in row["error"]
+    statuses = [s.status for s in model_server.server.seen]
+    assert 429 in statuses
+    errors = subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", "errors", "--delete"], cwd=solved, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert errors.returncode == 0, errors.stderr
+    out = run(solved, config)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    row = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["terminus-outage"]
+    assert row["status"] == "resolved", row.to_dict()

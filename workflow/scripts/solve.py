@@ -11,6 +11,7 @@ before the job fails into its retry.
 
 from pathlib import Path
 
+from kotlin_bench.core import names
 from kotlin_bench.dag.smk import (
     Tries,
     backoff_after_outage,
@@ -53,5 +54,8 @@ with logged(sm.log[0]):
                 backoff_after_outage(sm.config, exc, tries.number)
                 raise
             work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
+            work.solve_tries, work.tries = tries.number, work.tries or tries.history()
+            work.write(work_dir / names.WORK_FILE)
         what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")
         print(f"{task.id} {agent.name} attempt {attempt}: solved, {work.status}: {what}")

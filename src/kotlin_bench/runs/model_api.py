@@ -60,7 +60,9 @@ def confirm_outage(claim: str, egress: Path, hosts: Iterable[str]) -> str | None
     last = failed[-1]
     status = last.get("status") or "no answer"
     where = f"{last.get('method', '')} {last.get('host', '')}{last.get('path', '')}".strip()
-    detail = f"the model API answered {status} to {where} ({len(failed)} failed request(s) in the egress record)"
+    detail = (
+        f"the model API answered {status} to {where} ({len(failed)} failed request(s) in the egress record)"
+    )
     return f"{detail}; the agent said: {claim.strip()[:MAX_DETAIL]}"
 
 

@@ -178,8 +178,11 @@ class ModelServer:
             status = int(fault.kind)
             self.seen.append(Seen(turn, name, status, stream))
             kind = "rate_limit_error" if status == 429 else "server_error"
-            error = {"message": f"stand-in model server: fault {fault.kind} from turn {fault.from_turn}",
-                     "type": kind, "code": kind}
+            error = {
+                "message": f"stand-in model server: fault {fault.kind} from turn {fault.from_turn}",
+                "type": kind,
+                "code": kind,
+            }
             headers = {"Retry-After": "1"} if status == 429 else {}
             return web.json_response({"error": error}, status=status, headers=headers)
         if fault and fault.kind == "stall":
@@ -187,7 +190,10 @@ class ModelServer:
             await asyncio.sleep(self.stall_sec)
         if conversation is None:
             self.seen.append(Seen(turn, None, 400, stream))
-            error = {"message": "stand-in model server: no conversation matches this task", "type": "invalid_request_error"}
+            error = {
+                "message": "stand-in model server: no conversation matches this task",
+                "type": "invalid_request_error",
+            }
             return web.json_response({"error": error}, status=400)
         reply = conversation.reply(turn)
         usage = usage_of(messages, reply)
@@ -196,7 +202,9 @@ class ModelServer:
         self.seen.append(Seen(turn, name, 200, stream))
         if not stream:
             if fault and fault.kind == "cut":
-                return await self._cut(request, json.dumps({"id": ident, "choices": [{"message": {"content": reply}}]}))
+                return await self._cut(
+                    request, json.dumps({"id": ident, "choices": [{"message": {"content": reply}}]})
+                )
             return web.json_response({
                 "id": ident, "object": "chat.completion", "created": created, "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
@@ -218,7 +226,9 @@ class ModelServer:
                       usage: dict[str, Any], cut: bool) -> Any:  # fmt: skip
         from aiohttp import web
 
-        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await response.prepare(request)
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
@@ -272,9 +282,14 @@ def cmd_model_server(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     server = ModelServer(
-        read_conversations(args.conversations), Fault.parse(args.fault) if args.fault else None, args.stall_sec
+        read_conversations(args.conversations),
+        Fault.parse(args.fault) if args.fault else None,
+        args.stall_sec,
     )
-    print(f"model-server: http://{args.host}:{args.port}/v1 ({len(server.conversations)} conversation(s))", flush=True)
+    print(
+        f"model-server: http://{args.host}:{args.port}/v1 ({len(server.conversations)} conversation(s))",
+        flush=True,
+    )
     web.run_app(server.app(), host=args.host, port=args.port, print=None)
     return 0
 
@@ -287,7 +302,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--conversations", type=Path, default=Path("examples/models"),
                    help="directory of <name>.json conversations (default: examples/models)")  # fmt: skip
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: containers reach it too)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: containers reach it too)"
+    )
     p.add_argument("--port", type=int, default=8808)
     p.add_argument("--fault", default=None, help=f"KIND[@TURN], KIND one of {', '.join(FAULTS)}")
     p.add_argument("--stall-sec", type=float, default=600.0, help="how long a `stall` fault holds an answer")

@@ -31,7 +31,9 @@ class Agent:
     kwargs: tuple[tuple[str, str], ...] = ()
     isolate_network: bool = False
     script: str | None = None
-    env: tuple[str, ...] = ()  # names of host environment variables passed to the agent (values never recorded)
+    env: tuple[
+        str, ...
+    ] = ()  # names of host environment variables passed to the agent (values never recorded)
     model_hosts: tuple[str, ...] = ()  # model API hosts the allowlist phase lets through
     base_url: str | None = None  # the model API's base URL (OpenAI-compatible), given to the agent
     # the model's prices in LiteLLM's names (input_cost_per_token, output_cost_per_token,
@@ -80,7 +82,9 @@ class Agent:
         environ = dict(os.environ) if environ is None else environ
         return {name: environ[name] for name in self.env if name in environ}
 
-    def cost_of(self, input_tokens: int | None, cache_tokens: int | None, output_tokens: int | None) -> float | None:
+    def cost_of(
+        self, input_tokens: int | None, cache_tokens: int | None, output_tokens: int | None
+    ) -> float | None:
         """The dollars of these tokens at `price` (cache reads at their own price where one is given), or
         None without a price or tokens."""
         price = dict(self.price)
