@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -184,3 +185,27 @@ def test_a_model_outage_is_an_error_and_is_redone_once_the_model_answers(
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     row = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["terminus-outage"]
     assert row["status"] == "resolved", row.to_dict()
+
+
+def test_the_plan_estimates_and_a_budget_stops_the_next_run(solved: Path, model_server: Running) -> None:
+    script = agents(model_server.url())[0]
+    config = yaml.safe_load((solved / "config.yaml").read_text())
+    config |= {"tasks": [TASK], "agents": [script], "attempts": 2}
+    (solved / "plan.yaml").write_text(yaml.safe_dump(config))
+    plan = subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", "plan", "--config", "plan.yaml"], cwd=solved,
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    cost = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["model-agent", "cost_usd"]
+    assert "model-agent: 1 of 2 run(s) to do; from 1 finished run(s)" in plan.stdout
+    assert f"~${cost:,.2f} (${cost:,.4f} a run" in plan.stdout
+
+    budgeted = {**script, "name": "budgeted", "budget_usd": cost / 2, "model_api": "standin"}
+    out = run(solved, {"tasks": [TASK], "agents": [budgeted], "attempts": 2, "model_apis": {"standin": 1}})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    rows = read_summary(solved / names.SUMMARY_CSV).query("agent == 'budgeted'").sort_values("status")
+    assert list(rows["status"]) == ["error", "resolved"], rows.to_dict("records")
+    not_run = rows.iloc[0]
+    assert not_run["reason"] == "not_run" and "budget_usd" in not_run["error"]
+    assert pd.isna(not_run["cost_usd"])

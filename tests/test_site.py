@@ -99,7 +99,8 @@ def test_a_harbor_trajectory_is_shown(site: Path) -> None:
     (trial / "agent/trajectory.json").write_text(json.dumps({"schema_version": "ATIF-v1.6", "steps": steps}))
     result_path = site / names.verify_result("agent", "calc-1", 1)
     result = RunResult.read(result_path)
-    result.usage.trajectory = "harbor/jobs/job/calc-1__abc/agent/trajectory.json"  # as the Harbor kind names it
+    # as the Harbor kind names it
+    result.usage.trajectory = "harbor/jobs/job/calc-1__abc/agent/trajectory.json"
     result.write(result_path)
     build(site)
     page = (site / names.site_run_page("agent", "calc-1", 1)).read_text()

@@ -16,6 +16,7 @@ from kotlin_bench.dag.smk import (
     Tries,
     backoff_after_outage,
     check_disk,
+    configured_budget,
     configured_engine,
     logged,
     stop_on_sigterm,
@@ -27,6 +28,7 @@ from kotlin_bench.engine.disk import Job
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.handoff import Limits
+from kotlin_bench.runs.model_api import over_budget
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
@@ -44,16 +46,22 @@ with logged(sm.log[0]):
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
     else:
         tries = Tries.of_job(sm)
-        try:
-            image = task_image(sm.config, task) if kind_of(agent).needs_image else None
-            limits = Limits.from_config(sm.params.capture)
-            engine = configured_engine(sm.config)
-            work = runner.solve_step(task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine)
-        except Exception as exc:
-            if not tries.failed(exc):
-                backoff_after_outage(sm.config, exc, tries.number)
-                raise
-            work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        root = workflow_root(sm)
+        why = over_budget(configured_budget(sm.config, agent.name), agent.name, work_dir.parents[2], work_dir)
+        if why is not None:  # the agent's budget is spent: the run is listed as not run, never started
+            print(why)
+            work = runner.record_not_run(task, agent, attempt, work_dir, why)
+        else:
+            try:
+                image = task_image(sm.config, task) if kind_of(agent).needs_image else None
+                limits = Limits.from_config(sm.params.capture)
+                engine = configured_engine(sm.config)
+                work = runner.solve_step(task, agent, attempt, work_dir, image, limits, root, engine)
+            except Exception as exc:
+                if not tries.failed(exc):
+                    backoff_after_outage(sm.config, exc, tries.number)
+                    raise
+                work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
         if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
             work.solve_tries, work.tries = tries.number, work.tries or tries.history()
             work.write(work_dir / names.WORK_FILE)

@@ -66,6 +66,15 @@ def configured_retries(config: dict[str, Any]) -> int:
     return int(config.get("retries", 1))
 
 
+def configured_budget(config: dict[str, Any], agent: str) -> float | None:
+    """The agent's `budget_usd` (None: no budget). Scripts read it from the config, not from a rule
+    parameter: a budget changes which runs start, not the result of one that ran."""
+    for entry in config.get("agents") or []:
+        if isinstance(entry, dict) and entry.get("name") == agent and entry.get("budget_usd") is not None:
+            return float(entry["budget_usd"])
+    return None
+
+
 def configured_registry(config: dict[str, Any]) -> Registry | None:
     """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
     registry address changes no result, so changing it must rerun nothing."""

@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench.core.record import Usage
+from kotlin_bench.core import names
+from kotlin_bench.core.record import RecordError, Usage, WorkRecord, WorkStatus
 
 OUTAGE_STATUSES = (408, 429)  # and every status from 500 on
 MAX_DETAIL = 600
@@ -106,3 +107,30 @@ def redact(directory: Path, secrets: Iterable[str]) -> int:
             path.write_text(redacted, encoding="utf-8")
             changed += 1
     return changed
+
+
+def spent_usd(agent_runs: Path, leave_out: Path | None = None) -> float:
+    """What an agent's finished runs cost (`agent_runs`: results/runs/<agent>), from their work records;
+    `leave_out`: a work directory not to count (the run about to start)."""
+    total = 0.0
+    for path in sorted(agent_runs.glob(f"*/attempt-*/{names.WORK_DIR}/{names.WORK_FILE}")):
+        if leave_out is not None and path.parent == leave_out:
+            continue
+        try:
+            work = WorkRecord.read(path)
+        except RecordError:
+            continue
+        if work.status is WorkStatus.DONE and work.usage.cost_usd is not None:
+            total += work.usage.cost_usd
+    return total
+
+
+def over_budget(budget_usd: float | None, agent: str, agent_runs: Path, work_dir: Path) -> str | None:
+    """Why the run in `work_dir` must not start (its agent's finished runs cost `budget_usd` or more), or
+    None when it may."""
+    if budget_usd is None:
+        return None
+    spent = spent_usd(agent_runs, work_dir)
+    if spent < budget_usd:
+        return None
+    return f"not run: agent {agent}'s finished runs cost ${spent:.4f}, its budget_usd is ${budget_usd:.4f}"
