@@ -19,8 +19,10 @@ The task image is the workspace's (named and identified by its sentinel), never 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +111,13 @@ def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) 
     """What the jobs of one run do, in this process: find the image, solve; find the image, verify."""
     work_dir = run_dir / names.WORK_DIR
     limits = handoff.Limits.from_config(config.get("capture", {}))
+    engine = smk.configured_engine(config)
     image = smk.task_image(config, task)
-    runner.solve_step(task, Agent(AGENT, "oracle"), attempt, work_dir, image, limits, Path.cwd())
-    image = smk.task_image(config, task)
+    runner.solve_step(task, Agent(AGENT, "oracle"), attempt, work_dir, image, limits, Path.cwd(), engine)
     options = VerifierOptions.from_config(config.get("verifier", {}))
-    return runner.verify_step(task, work_dir / names.WORK_FILE, run_dir, 1, image, options)
+    # As workflow/scripts/verify.py: the verify step asks for the image only when the work needs a verdict.
+    image_of = functools.partial(smk.task_image, config, task)
+    return runner.verify_step(task, work_dir / names.WORK_FILE, run_dir, 1, image_of, options, engine)
 
 
 def measure_runner(ctx: Context, task: Task, rep: int) -> list[Row]:
@@ -165,10 +169,12 @@ def measure_snakemake(ctx: Context, workspace: Path, task: Task, rep: int) -> li
     return rows
 
 
-def run(ctx: Context) -> None:
+def run(ctx: Context, task_ids: Sequence[str] = EXAMPLE_TASKS) -> None:
+    """`ctx.reps` repetitions of the three variants on each of `task_ids` (tests/test_bench.py runs one
+    repetition on one task of a finished workspace, so that a change to the steps cannot break it unseen)."""
     assert ctx.workspace is not None
     workspace = ctx.workspace
-    tasks = [load_task((workspace / "examples/tasks" / t).resolve()) for t in EXAMPLE_TASKS]
+    tasks = [load_task((workspace / "examples/tasks" / t).resolve()) for t in task_ids]
     images = {t.id: task_image(workspace, t.id).id for t in tasks}
     for rep in range(ctx.reps):
         order = tasks[rep % len(tasks) :] + tasks[: rep % len(tasks)]

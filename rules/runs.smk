@@ -35,6 +35,8 @@ rule solve:
         ),
         # the capture's limits (kotlin_bench.runs.handoff.Limits; defaults for keys not set)
         capture=config.get("capture", {}),
+        # how the agent phase's egress is recorded (kotlin_bench.engine.egress): `block` changes results
+        egress=config.get("egress", {}),
     script:
         "../workflow/scripts/solve.py"
 

@@ -12,9 +12,11 @@ import docker
 import pytest
 
 from bench import images as bench_images
-from bench.common import Row
+from bench import overhead
+from bench.common import AGENT, Context, Recorder, Row
 from bench.report import summarize
 from bench.run import NEEDS_WORKSPACE, SECTIONS, parse
+from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import REPO
 
 BENCH = REPO / "bench"
@@ -147,3 +149,28 @@ def test_image_bytes_count_each_layer_once() -> None:
     assert bench_images.base_bytes(sizes, bases) == 100 + 200 + 10 + 5
     assert sizes.own("task", bases) == 2
     assert sizes.own("gone", bases) == 0
+
+
+def test_the_overhead_section_runs_one_task_of_a_finished_workspace(
+    tmp_path: Path, finished_examples: Workspace
+) -> None:
+    """Section 1 for real, once, on one example task of the session's finished workspace (its task images
+    are there): the bare run, the two steps called in this process as the rule scripts call them, and the
+    Snakemake run all resolve. A refactor of the steps' signatures (it broke this section twice) fails
+    here instead of in the next bench run."""
+    ws = finished_examples.clone(tmp_path / "ws")
+    task = "examples_calc-4"
+    ws.configure([task], [{"name": AGENT, "kind": "oracle"}])
+    ctx = Context(
+        out=tmp_path / "out",
+        tmp=tmp_path / "tmp",
+        quick=True,
+        reps=1,
+        recorder=Recorder(tmp_path / "rows.csv"),
+    )
+    ctx.workspace = ws.root
+    overhead.run(ctx, [task])
+    walls = {(r.case, r.variant): r for r in ctx.recorder.rows if r.metric == "wall_sec"}
+    assert set(walls) == {("single_run", v) for v in overhead.VARIANTS} | {("container", "container_true")}
+    assert [(key, row.note) for key, row in walls.items() if not row.ok] == []
+    assert all(row.task == task and row.value > 0 for row in walls.values())

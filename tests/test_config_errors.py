@@ -27,6 +27,7 @@ FULL = {
     "capture": {"max_file_bytes": 10},
     "resources": {"image": {"threads": 2}, "run": {"threads": 1}},
     "registry": {"url": "127.0.0.1:5000"},
+    "egress": {"record": "urls", "retrieval": "flag"},
     "disk": {**CONFIG.get("disk", {}), "results": "512 MiB"},
 }
 
@@ -139,6 +140,14 @@ def test_wrong_types_and_missing_keys(tmp_path: Path) -> None:
     assert check(config, tmp_path).endswith("attempts: `two` is not of type integer")
     config = {k: v for k, v in CONFIG.items() if k != "agents"}
     assert "`agents:` is missing" in check(config, tmp_path)
+
+
+def test_block_without_the_url_record_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = {**CONFIG, "egress": {"record": "hosts", "retrieval": "block"}}
+    message = check(config, tmp_path)
+    assert message.startswith(f"{tmp_path / 'config.yaml'}: egress: retrieval: block needs record: urls")
+    assert "egress" in message and "record: urls" in message
+    check_config({**CONFIG, "egress": {"record": "hosts"}}, [tmp_path / "config.yaml"], REPO / SCHEMA)
 
 
 def test_the_file_that_sets_the_key_is_named(tmp_path: Path) -> None:

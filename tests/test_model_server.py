@@ -89,10 +89,13 @@ def test_faults_from_a_turn_on_and_recovery(server: Running) -> None:
 
 def test_a_script_claim_counts_only_where_the_proxy_saw_the_failure(tmp_path: Path) -> None:
     egress = tmp_path / "egress.jsonl"
+    shape = {"scheme": "http", "bytes": 10, "allowed": True, "blocked": False, "retrieval": None}
     lines = [
         {"time": 1, "method": "POST", "host": "models.examples.test", "port": 80, "path": "/v1/chat/completions", "status": 200},
         {"time": 2, "method": "GET", "host": "repo.examples.test", "port": 443, "path": "/x", "status": 503},
+        {"time": 3, "method": "POST", "host": "models.examples.test", "port": 80, "path": "/v1/x", "status": 403, "allowed": False},
     ]  # fmt: skip
+    lines = [shape | line for line in lines]
     egress.write_text("".join(json.dumps(line) + "\n" for line in lines))
     hosts = ["models.examples.test"]
     assert confirm_outage("HTTP 429", tmp_path / "missing.jsonl", hosts) is None

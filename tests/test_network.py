@@ -407,6 +407,52 @@ def test_proxy_leaves_by_the_default_bridge(lab: Lab, task: tuple[Any, str]) -> 
     assert leftovers(lab, key) == ([], [])
 
 
+# --- config extra_hosts: names of this host in public phases and the proxy, never in allowlist phases ---
+
+EXTRA_HOSTS = {"repo.examples.test": "host-gateway", "fixed.examples.test": "192.0.2.7"}
+
+
+def _hosts_line(container: Any, name: str) -> str:
+    """The address /etc/hosts gives `name` ("" when it has none); no resolver is asked."""
+    result = container.exec_run(["sh", "-c", f"grep -w '{name}' /etc/hosts | cut -f1 | cut -d' ' -f1"])
+    return result.output.decode().strip()
+
+
+def test_extra_hosts_name_this_host_in_public_phases_and_the_proxy_only(lab: Lab) -> None:
+    from dataclasses import replace
+
+    from kotlin_bench.dataset.task import Phase
+    from kotlin_bench.engine.phase import Limits, PhaseContainer
+
+    settings = replace(lab.engine.settings, extra_hosts=tuple(sorted(EXTRA_HOSTS.items())))
+    engine = replace(lab.engine, settings=settings)
+    labels = {"kotlin-bench.test": "network"}
+    limits = Limits(1, 256, 256)
+    public = Phase(60, "public")
+    with PhaseContainer(
+        engine, TEST_IMAGE, f"nettest.{uuid.uuid4().hex[:8]}.1", labels, limits, phase=public
+    ) as box:
+        box.container.reload()
+        gateway = box.container.attrs["NetworkSettings"]["Networks"][engine.default_network]["Gateway"]
+        this_host = gateway if not engine.podman else engine.host_address()
+        assert engine.extra_hosts()["repo.examples.test"] == (
+            "host-gateway" if not engine.podman else this_host
+        )
+        assert _hosts_line(box.container, "repo.examples.test") == this_host
+        assert _hosts_line(box.container, "fixed.examples.test") == "192.0.2.7"
+    allowlist = Phase(60, "allowlist", ("repo.examples.test",))
+    key = f"nettest.{uuid.uuid4().hex[:8]}.1"
+    with PhaseContainer(engine, TEST_IMAGE, key, labels, limits, phase=allowlist) as box:
+        assert _hosts_line(box.container, "repo.examples.test") == ""
+        with box.network(allowlist) as net:
+            assert net.proxy is not None
+            assert _hosts_line(net.proxy, "repo.examples.test") == this_host
+            assert _hosts_line(box.container, "repo.examples.test") == ""
+    for mode in ("no-network", "allowlist"):  # an empty allowlist is no network
+        with PhaseContainer(engine, TEST_IMAGE, key, labels, limits, phase=Phase(60, mode)) as box:
+            assert _hosts_line(box.container, "repo.examples.test") == ""
+
+
 # --- JVMs in an allowlist phase: the proxy through every JDK's net.properties, no banner -------------
 
 FAKE_JDKS = r"""

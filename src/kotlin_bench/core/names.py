@@ -204,7 +204,7 @@ AGENT_DIFF = "agent.diff"
 AGENT_LOG = "agent.log"
 CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"
-EGRESS_RECORD = "egress.jsonl"  # the recording proxy's requests, one JSON object a line (docs/design.md)
+EGRESS_RECORD = "egress.jsonl"  # every request of the agent phase through the recording proxy (engine.egress)
 AGENT_USAGE = "usage.json"  # a script agent's own usage, copied out of its container
 AGENT_TRAJECTORY = "trajectory.json"  # a script agent's own trajectory (ATIF), copied out of its container
 HARBOR_DIR = "harbor"  # a Harbor trial's staged task, jobs directory and log
@@ -356,6 +356,11 @@ VERIFIER_DIR = PACKAGE / "scoring" / "verifier"  # bash + Python stdlib, copied 
 TEMPLATES_DIR = PACKAGE / "dataset" / "templates"  # shared task scripts and Dockerfile templates
 DATASET_SCHEMA = PACKAGE / "dataset" / "schemas" / "dataset.schema.json"
 PROXY_DIR = PACKAGE / "engine" / "proxy"  # the egress proxy's image recipe
+# The workspace's interception CA of recorded allowlist phases (kotlin_bench.engine.egress.ensure_ca),
+# made once; the file names are mitmproxy's own (its confdir).
+EGRESS_CA_DIR = f"{RESULTS}/egress-ca"
+EGRESS_CA_KEYPAIR = "mitmproxy-ca.pem"
+EGRESS_CA_CERT = "mitmproxy-ca-cert.pem"
 PROBES_DIR = PACKAGE / "runs" / "probes"  # scripts the health check runs in task containers
 HANDOFF_SCRIPT = PACKAGE / "runs" / "handoff.sh"
 

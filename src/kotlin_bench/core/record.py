@@ -114,6 +114,8 @@ class RunResult:
     # (the published protocol); ours, on the captured work in a fresh container, is kept here.
     fresh_verdict: dict[str, Any] | None = None
     engine: dict[str, Any] = field(default_factory=dict)  # the verifier's engine, and what it did not limit
+    # the agent phase's egress record as the work record summarises it (`EgressSummary`); None: no proxy
+    egress: dict[str, Any] | None = None
 
     def score(self, reward: float, reason: str | None = None, detail: str | None = None) -> None:
         """Set a verdict: reward 1 is resolved, anything else unresolved with `reason` (a vocabulary
@@ -203,6 +205,26 @@ class WorkStatus(StrEnum):
 
 
 @dataclass
+class EgressSummary:
+    """The agent phase's egress record in the work record (kotlin_bench.engine.egress): how it was recorded
+    (`urls`: every request; `hosts`: the host-only proxy, no record), its requests, bytes, refused
+    requests (hosts not allowed), requests refused as retrieval (`blocked`), and the URLs the retrieval
+    rule flagged (`flags.retrieval` lists the same)."""
+
+    record: str
+    requests: int = 0
+    bytes: int = 0
+    refused: int = 0
+    blocked: int = 0
+    retrieval: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EgressSummary:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
 class WorkRecord:
     """One solve step's work.json: what the agent did, and where its work is.
 
@@ -249,6 +271,7 @@ class WorkRecord:
     # sha256 of each materialized task file the agent phase read (instruction.md; the oracle's
     # fix.patch): materialization never redoes work by itself, so what changed since is named instead
     inputs: dict[str, str] = field(default_factory=dict)
+    egress: EgressSummary | None = None  # None: the agent phase had no proxy (no allowlist, or no image)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -278,7 +301,9 @@ class WorkRecord:
             patch = PatchKind(values.pop("patch", PatchKind.CAPTURED))
         except ValueError:
             raise RecordError(f"{path}: patch {data.get('patch')!r} is not captured or predicted") from None
-        return cls(**(values | {"status": status, "patch": patch}))
+        egress = values.pop("egress", None)
+        summary = EgressSummary.from_dict(egress) if isinstance(egress, dict) else None
+        return cls(**(values | {"status": status, "patch": patch, "egress": summary}))
 
 
 # --------------------------------------------------------------------------- results of 0.2

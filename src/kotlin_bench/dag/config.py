@@ -90,8 +90,10 @@ def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
         hint = kind_hint(value) if path[-1:] == ["kind"] else None
         hint = f"; {hint}" if hint else did_you_mean(str(value), allowed)
         return path, f"`{_value(value)}` is not one of {', '.join(allowed)}{hint}"
-    if error.validator == "oneOf" and "description" in schema:
+    if error.validator in ("oneOf", "pattern") and "description" in schema:
         return path, f"`{_value(value)}` is not allowed: {schema['description']}"
+    if error.validator == "not" and isinstance(error.validator_value, dict):
+        return path, str(error.validator_value.get("description") or f"`{_value(value)}` is not allowed")
     if error.validator == "type":
         return path, f"`{_value(value)}` is not of type {error.validator_value}"
     return path, f"`{_value(value)}`: {error.message}"

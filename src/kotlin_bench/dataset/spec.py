@@ -11,14 +11,17 @@ A dataset specification is one JSON file (``dataset/kotlin-bench.json`` for the 
       "repositories": {
         "pinterest/ktlint": {"license": "MIT", "url": "https://github.com/pinterest/ktlint",
                              "clone_url": "https://github.com/pinterest/ktlint.git", "repo_dir": "/home/ktlint",
-                             "test_paths": ["**/src/test/**", "ktlint-test/**"]}
+                             "test_paths": ["**/src/test/**", "ktlint-test/**"],
+                             "artifacts": {"published_to": ["Maven Central"],
+                                           "coordinates": ["com.pinterest.ktlint", "com.pinterest:ktlint"]}}
       },
       "bases": [{"repo_key": "pinterest_ktlint", "tag": "base", "repository": "pinterest/ktlint", "jdk": 21,
                  "jdk_image": "eclipse-temurin:21-jdk", "android_sdk_packages": ["platform-tools"],
                  "extra_apt_packages": []}],
       "tasks": [
         {"id": "pinterest_ktlint-1234", "repository": "pinterest/ktlint", "pr": 1234, "issues": [1200],
-         "base_commit": "<40 hex>", "base_image": "kotlin-bench/pinterest_ktlint:base",
+         "base_commit": "<40 hex>", "base_version": "1.0.1-SNAPSHOT", "fix_release": "1.0.1",
+         "base_image": "kotlin-bench/pinterest_ktlint:base",
          "test_command": "./gradlew clean test --continue",
          "flaky_test_excludes": [], "flaky_init_script_kind": null,
          "expected_counts": {"f2p": 1, "p2p": 10, "s2p": 0, "n2p": 0},
@@ -37,6 +40,8 @@ Fields:
   decide which files a pull request's diff puts in ``test.patch`` (the rest go to ``fix.patch``):
   matched case-sensitively against the whole path, ``**/`` matches zero or more directories, ``**``
   anything, ``*`` anything within one path segment, ``?`` one character of a segment, ``[...]`` a class.
+  ``artifacts`` (optional): where the project publishes and the coordinate patterns of its own artifacts
+  (``group``, ``group:artifact``, ``group:prefix*``; ``kotlin_bench.dataset.artifacts``).
 - ``bases``: the base image variants ``kotlin-bench/<repo_key>:<tag>``; their recipes
   ``bases/<repo_key>/Dockerfile.<tag>`` are rendered from ``src/kotlin_bench/dataset/templates/base.Dockerfile``. A base
   may instead name a hand-written ``recipe`` (a Dockerfile path relative to the repository root, or
@@ -49,6 +54,9 @@ Fields:
   ``validation`` (optional; ``pending``, ``valid`` or ``invalid``) is set by ``kotlin-bench add-task``:
   a task it added is ``valid`` only once its three-phase validation passed (``kotlin_bench.validation.derive``);
   a task without the field was curated elsewhere (the published 106).
+  ``base_version`` (optional): the project version the build declares at ``base_commit`` (null: no
+  release precedes the base); ``fix_release`` (optional): the version of the first release that contains
+  the fix (null: none). Both are facts read from the upstream repository (docs/dataset.md).
 
 Derived, not stored: ``pr_url`` = ``<url>/pull/<pr>``; ``issue_url`` = ``<url>/issues/<issues[0]>``, or
 the pull request URL when ``issues`` is empty, unless the task stores an ``issue_url`` override; the task
@@ -73,7 +81,9 @@ import jsonschema
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.names import image_parts
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
+from kotlin_bench.dataset.artifacts import Artifacts, read_artifacts
 
 SCHEMA_PATH = names.DATASET_SCHEMA
 
@@ -196,6 +206,7 @@ class Repository:
     test_paths: tuple[str, ...]
     test_env: Mapping[str, str] = field(default_factory=dict)  # exported for the test command and warm-up
     warmup: Warmup | None = None  # None: run the task's test command, failures ignored
+    artifacts: Artifacts | None = None  # None: not stated
 
     @property
     def owner(self) -> str:
@@ -254,6 +265,14 @@ class TaskSpec:
     warmup_patch: WarmupPatch | None = None
     strip_name_suffixes: tuple[str, ...] = ()  # test-name suffixes the scorer removes ([desktop], [jvm])
     validation: ValidationMark | None = None  # None: not added by `kotlin-bench add-task`
+    base_version: str | None = None  # the version the build declares at base_commit
+    fix_release: str | None = None  # the first release that contains the fix
+
+    def retrieval_facts(self) -> Facts:
+        """What the egress record's retrieval rule knows of the task (`kotlin_bench.core.retrieval`)."""
+        repo = self.repository
+        coordinates = tuple(str(c) for c in repo.artifacts.coordinates) if repo.artifacts else ()
+        return Facts(coordinates, self.base_version, self.fix_release, repo.url)
 
     @property
     def warmup(self) -> Warmup:
@@ -433,6 +452,7 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
     problems: list[str] = []
 
     defaults = _limits(data["defaults"], {})
+    artifacts = read_artifacts(data["repositories"], problems)
     repositories = {
         name: Repository(
             name=name,
@@ -443,6 +463,7 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             test_paths=tuple(r["test_paths"]),
             test_env=dict(r.get("test_env") or {}),
             warmup=Warmup.parse(r["warmup"]) if "warmup" in r else None,
+            artifacts=artifacts.get(name),
         )
         for name, r in data["repositories"].items()
     }
@@ -529,6 +550,8 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             ),
             strip_name_suffixes=tuple((t.get("scorer") or {}).get("strip_name_suffixes") or ()),
             validation=ValidationMark(t["validation"]) if "validation" in t else None,
+            base_version=t.get("base_version"),
+            fix_release=t.get("fix_release"),
         )
         problems.extend(f"{where}: {p}" for p in _task_problems(task))
         if task.id in seen_ids:

@@ -94,8 +94,10 @@ def start(
     memory_mb: int,
     pids: int,
     hostname: str | None = None,
+    extra_hosts: dict[str, str] | None = None,
 ) -> Container:
-    """Start a container that idles until told what to do; `hostname` None: the engine's random one. A
+    """Start a container that idles until told what to do; `hostname` None: the engine's random one;
+    `extra_hosts` lines in its /etc/hosts (name -> address, `Engine.extra_hosts`). A
     container the engine created but could not start is removed before the error goes up (it would
     otherwise stay behind, `Created`, after the step's next try succeeds)."""
     host_cpus = os.cpu_count() or 1
@@ -111,6 +113,7 @@ def start(
         memswap_limit=f"{memory_mb}m",
         pids_limit=pids,
         hostname=hostname,
+        extra_hosts=extra_hosts or None,
     )
     try:
         container.start()

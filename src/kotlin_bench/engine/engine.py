@@ -21,8 +21,11 @@ changes no result, so changing it reruns nothing.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
+import re
+import socket
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +47,9 @@ PODMAN_DOCKER_API = "1.41"
 PIDS_PER_CPU = 1024
 MIN_PIDS = 4096
 LIMITED = ("memory", "cpu", "pids")
+# An `extra_hosts` value standing for this host as containers see it (Docker's own word; on Podman the
+# engine translates it, `Engine.extra_hosts`).
+HOST_GATEWAY = "host-gateway"
 
 
 class EngineError(RuntimeError):
@@ -65,9 +71,19 @@ class EngineSettings:
     socket: str | None = None
     pids_limit: int | None = None
     require_limits: bool = False
+    # config `extra_hosts:` (top level), as sorted (name, address or host-gateway) pairs
+    extra_hosts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_config(cls, section: dict[str, Any] | None) -> EngineSettings:
+    def of_config(cls, config: dict[str, Any] | None) -> EngineSettings:
+        """The settings a whole config gives: its `engine:` section and its top-level `extra_hosts:`."""
+        config = config or {}
+        return cls.from_config(config.get("engine"), config.get("extra_hosts"))
+
+    @classmethod
+    def from_config(
+        cls, section: dict[str, Any] | None, extra_hosts: dict[str, str] | None = None
+    ) -> EngineSettings:
         values = dict(section or {})
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
@@ -81,7 +97,13 @@ class EngineSettings:
         pids = values.get("pids_limit")
         if pids is not None and (not isinstance(pids, int) or pids < 64):
             raise EngineError(f"config engine.pids_limit: expected an integer >= 64, not {pids!r}")
-        return cls(kind, values.get("socket"), pids, bool(values.get("require_limits", False)))
+        return cls(
+            kind,
+            values.get("socket"),
+            pids,
+            bool(values.get("require_limits", False)),
+            _checked_hosts(extra_hosts or {}),
+        )
 
     def url(self) -> str | None:
         """The API's address; None: the Docker SDK's own default (`DOCKER_HOST`, else its socket)."""
@@ -110,6 +132,28 @@ class EngineSettings:
         if self.require_limits:
             values["require_limits"] = True
         return values
+
+
+def _checked_hosts(mapping: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    if not isinstance(mapping, dict):
+        raise EngineError(f"config extra_hosts: expected a mapping of host name to address, not {mapping!r}")
+    checked = []
+    for name, address in sorted(mapping.items()):
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", name):
+            raise EngineError(f"config extra_hosts: {name!r} is not a lower-case host name")
+        if address != HOST_GATEWAY and not _is_ipv4(str(address)):
+            raise EngineError(
+                f"config extra_hosts.{name}: expected an IPv4 address or {HOST_GATEWAY}, not {address!r}"
+            )
+        checked.append((name, str(address)))
+    return tuple(checked)
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -151,6 +195,33 @@ class Engine:
         if self.podman:
             env["DOCKER_BUILDKIT"] = "0"
         return env
+
+    def extra_hosts(self) -> dict[str, str]:
+        """Config `extra_hosts:` as this engine's containers and builds take it (`extra_hosts=`): name ->
+        IPv4 address. `host-gateway` stays as it is on Docker (its daemon resolves it); on Podman, whose
+        4.3 does not know the word, it becomes the host's address as Podman's containers reach it
+        (`host_address`)."""
+        hosts = dict(self.settings.extra_hosts)
+        if self.podman and HOST_GATEWAY in hosts.values():
+            address = self.host_address()
+            hosts = {name: address if value == HOST_GATEWAY else value for name, value in hosts.items()}
+        return hosts
+
+    def host_address(self) -> str:
+        """This host's address as seen from a container on the default network: rootful Podman, its default
+        network's gateway; rootless Podman (slirp4netns: the gateway is inside its namespace), the
+        host's own address on its default route (what Podman writes for host.containers.internal)."""
+        if not self.podman:
+            return HOST_GATEWAY
+        if self.rootless:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.connect(("192.0.2.1", 9))  # a UDP connect sends nothing: it only picks the route
+                return str(probe.getsockname()[0])
+        network = self.client.networks.get(self.default_network)
+        gateways = [c["Gateway"] for c in network.attrs["IPAM"]["Config"] if _is_ipv4(c.get("Gateway", ""))]
+        if not gateways:
+            raise EngineError(f"podman network {self.default_network} has no IPv4 gateway for extra_hosts")
+        return gateways[0]
 
     def describe(self) -> dict[str, Any]:
         """What a run records of the engine it ran on."""

@@ -282,6 +282,7 @@ def stream_build(
         forcerm=True,
         decode=True,
         labels=workdir_label(),
+        extra_hosts=engine.extra_hosts() or None,
     )
     for chunk in stream:
         if "stream" in chunk:

@@ -8,7 +8,9 @@ container to the phase's `network_mode` (task.toml `[agent]` / `[verifier]`):
 - `allowlist`: detached from everything and attached to a per-run INTERNAL network
   `kotlin-bench-int-<run key>` (no route out), on which an egress proxy container (image
   `kotlin-bench/egress-proxy:<tag>`, tinyproxy from Debian, recipe in `src/kotlin_bench/engine/proxy/`) answers under the
-  alias `egress-proxy`. The proxy is also attached to the egress network; it forwards plain HTTP requests
+  alias `egress-proxy`. The proxy is also attached to the egress network (with config `extra_hosts:` in its
+  /etc/hosts, `Engine.extra_hosts`, so that it reaches the stand-ins on this host that the task container,
+  without them, cannot name); it forwards plain HTTP requests
   and CONNECT tunnels (ports `connect_ports`, 443 by default) to allowed hosts and answers 403 to the rest.
   The phase's processes get `http_proxy`/`https_proxy` (both cases) and `no_proxy` in `PhaseNetwork.env`,
   to be passed to the phase's exec; JVMs, which ignore those variables, are pointed at the proxy by the
@@ -63,7 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import containers, jvmproxy, podman
+from kotlin_bench.engine import containers, egress, jvmproxy, podman
 from kotlin_bench.engine.images import ImageError, image_id, stream_build, workdir_label
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ PROXY_BUILD_TIMEOUT = 900.0
 PROXY_READY_TIMEOUT = 20.0
 PROXY_PIDS = 512
 PROXY_MEMORY = "256m"
+RECORDING_PROXY_MEMORY = "512m"  # mitmproxy's Python; responses are streamed, never held whole
 EMBEDDED_DNS = "nameserver 127.0.0.11\noptions ndots:0\n"
 RESOLV_CONF = "/etc/resolv.conf"
 HOSTS = "/etc/hosts"
@@ -166,10 +169,13 @@ def proxy_env() -> dict[str, str]:
     }
 
 
-def phase_env(mode: str, allowed_hosts: Sequence[str]) -> dict[str, str]:
+def phase_env(mode: str, allowed_hosts: Sequence[str], recorded: bool = True) -> dict[str, str]:
     """What entering a phase in `mode` adds to its processes' environment (`kotlin-bench fidelity` compares
-    it with the published runner's: nothing)."""
-    return proxy_env() if effective_mode(mode, allowed_hosts) == "allowlist" else {}
+    it with the published runner's: nothing); `recorded`: with the recording proxy (`egress: {record:
+    urls}`, the default), whose CA the clients with bundles of their own are pointed at."""
+    if effective_mode(mode, allowed_hosts) != "allowlist":
+        return {}
+    return proxy_env() | (egress.ca_env() if recorded else {})
 
 
 # --- names and leftovers --------------------------------------------------------------------------
@@ -239,9 +245,11 @@ def proxy_image_tag() -> str:
     return f"{PROXY_REPOSITORY}:tp-{digest}"
 
 
-def ensure_proxy_image(engine: Engine) -> str:
-    """Build the proxy image when absent (once, even with concurrent runs); returns its tag."""
-    tag = proxy_image_tag()
+def ensure_proxy_image(engine: Engine, recorded: bool = False) -> str:
+    """Build the proxy image when absent (once, even with concurrent runs); returns its tag. `recorded`:
+    the recording proxy's (mitmproxy, `kotlin_bench.engine.egress`), else tinyproxy's."""
+    tag = egress.image_tag() if recorded else proxy_image_tag()
+    directory = egress.MITM_DIR if recorded else PROXY_DIR
     if image_id(engine.client, tag):
         return tag
     lock = Path(tempfile.gettempdir()) / "kotlin-bench-egress-proxy.lock"
@@ -251,7 +259,7 @@ def ensure_proxy_image(engine: Engine) -> str:
             return tag
         log = io.StringIO()
         try:
-            stream_build(engine, PROXY_DIR, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
+            stream_build(engine, directory, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
         except ImageError as exc:
             raise NetworkError(f"{exc}; build log tail:\n{log.getvalue()[-2000:]}") from None
     return tag
@@ -273,6 +281,8 @@ class PhaseNetwork:
         self.network: Network | None = None
         self.proxy: Container | None = None
         self.log_path: Path | None = None
+        self.egress: egress.EgressSetup | None = None  # a recorded phase (`egress: {record: urls}`)
+        self._trust: egress.Trust | None = None  # what the container's trust in the CA changed
         self._resolv_conf: bytes | None = None  # Docker: resolv.conf before the phase pinned it
         self._hosts_pinned = False  # Podman: /etc/hosts names the proxy
         self._jdks: list[jvmproxy.Saved] = []  # the JDKs' net.properties before the phase
@@ -293,6 +303,13 @@ class PhaseNetwork:
             if exc_type is None:
                 raise
             # An error is already on its way out; a leftover is reaped by reap_networks/containers.reap.
+
+    @property
+    def harness_paths(self) -> tuple[str, ...]:
+        """The task container's files the phase changed and restores (not the agent's changes: a
+        restored file still shows in the engine's change list)."""
+        jdks = [saved.path for saved in self._jdks]
+        return (*jdks, *(self._trust.paths if self._trust else ()))
 
     def proxy_log(self) -> str:
         """What the proxy logged so far (requests and refusals); empty when there is no proxy."""
@@ -332,7 +349,13 @@ class PhaseNetwork:
                 step(
                     "restoring the JDKs' net.properties", lambda: jvmproxy.restore(self.container, self._jdks)
                 )
+        trust = self._trust
+        if trust is not None and _running(self.container):
+            step("restoring the container's trust stores", lambda: egress.restore(self.container, trust))
         if proxy is not None:
+            setup = self.egress
+            if setup is not None:
+                step("saving the egress record", lambda: egress.copy_record(proxy, setup.record_path))
             if self.log_path is not None:
                 step("saving the proxy log", self._save_log)
             step("removing the proxy", lambda: proxy.remove(force=True))
@@ -369,13 +392,15 @@ def enter_phase(
     egress_network: str | None = None,
     connect_ports: Sequence[int] = CONNECT_PORTS,
     log_path: Path | None = None,
+    recording: egress.EgressSetup | None = None,
 ) -> PhaseNetwork:
     """Switch the running `container` to a phase's network mode; use the result as a context manager.
 
     `egress_network` is the network that leads out (default: the engine's default network): `public`
     phases join it, and so does the proxy of an `allowlist` phase. `connect_ports` are the ports CONNECT
     tunnels may reach. `log_path`, when given, receives the proxy's log (its requests and refusals) when
-    the phase ends.
+    the phase ends. `recording`, when given with `record: urls`, makes the proxy of an `allowlist` phase
+    the recording one (`kotlin_bench.engine.egress`), its record copied to `recording.record_path`.
     """
     if mode not in MODES:
         raise ValueError(f"network_mode {mode!r}: expected one of {MODES}")
@@ -398,6 +423,8 @@ def enter_phase(
         raise NetworkError(f"switching the container to {mode}: {exc}") from exc
     phase = PhaseNetwork(engine, container, mode)
     phase.log_path = log_path
+    if recording is not None and recording.policy.record is egress.Record.URLS:
+        phase.egress = recording
     try:
         _enter_allowlist(phase, rules, run_key, egress_network, ports)
     except BaseException as exc:
@@ -414,7 +441,8 @@ def _enter_allowlist(
 ) -> None:
     engine = phase.engine
     client = engine.client
-    image = ensure_proxy_image(engine)
+    recorded = phase.egress is not None
+    image = ensure_proxy_image(engine, recorded)
     container = phase.container
     labels = {names.LABEL_RUN: run_key, **workdir_label()}
     reap_networks(engine, run_key)
@@ -425,20 +453,27 @@ def _enter_allowlist(
     subnets = [c["Subnet"] for c in phase.network.attrs["IPAM"]["Config"] if c.get("Subnet")]
     if not subnets:
         raise NetworkError(f"network {phase.network.name} has no subnet")
+    if phase.egress is not None:
+        phase._trust = egress.install(container, phase.egress.ca_dir)
+        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, phase._trust.upstream)
+    else:
+        files = _proxy_files(rules, subnets, ports)
+    memory = RECORDING_PROXY_MEMORY if recorded else PROXY_MEMORY
     phase.proxy = client.containers.create(
         image,
         detach=True,
         labels={**labels, names.LABEL_ROLE: PROXY_ROLE},
         network=egress_network,
         cap_drop=["ALL"],
-        cap_add=["SETUID", "SETGID"],
+        cap_add=[] if recorded else ["SETUID", "SETGID"],
         security_opt=["no-new-privileges"],
-        mem_limit=PROXY_MEMORY,
-        memswap_limit=PROXY_MEMORY,
+        mem_limit=memory,
+        memswap_limit=memory,
         pids_limit=PROXY_PIDS,
+        extra_hosts=engine.extra_hosts() or None,  # config extra_hosts: the stand-ins the phase may reach
     )
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
-    phase.proxy.put_archive("/", _proxy_files(rules, subnets, ports))
+    phase.proxy.put_archive("/", files)
     phase.proxy.start()
     _wait_listening(phase.proxy)
     if not engine.podman:
@@ -446,7 +481,12 @@ def _enter_allowlist(
     phase.network.connect(container)
     _pin_proxy(phase)
     phase._jdks = jvmproxy.configure(container, PROXY_ALIAS, PROXY_PORT)
-    phase.env = proxy_env()
+    phase.env = proxy_env() | (egress.ca_env() if recorded else {})
+
+
+def _rules(filter_text: str) -> list[str]:
+    """The anchored host rules of a filter file (`filter_rules`), one per line."""
+    return [line for line in filter_text.splitlines() if line and not line.startswith("#")]
 
 
 def internal_network(engine: Engine, name: str, labels: dict[str, str], dns: bool = False) -> Network:

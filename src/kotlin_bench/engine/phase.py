@@ -3,14 +3,15 @@
 Every phase that runs in a container from a task image (a run's agent phase and verifier phase, a
 validation phase, the health check's network probe) goes through `PhaseContainer`:
 
-    with PhaseContainer(engine, image_id, key, labels, Limits.of(task, engine.settings)) as box:
+    with PhaseContainer(engine, image_id, key, labels, Limits.of(task, engine.settings), phase=task.agent) as box:
         with box.network(task.agent, log_path=...) as net:      # the phase's network policy
             done = box.run(script, timeout, log, workdir=..., env=net.env)
         box.copy_out(...)
         box.raise_if_out_of_memory("...")
 
 On entry it removes what an interrupted try with the same key left (containers, proxies, the per-run
-network), then starts a container that idles until told what to do, labelled with the key and `labels`,
+network), then starts a container that idles until told what to do (with config `extra_hosts:` in its
+/etc/hosts when the `phase` it is made for has a public network), labelled with the key and `labels`,
 limited to the task's cpus and memory (swap bounded to the same figure) and to a number of processes
 (`Limits.pids`: config `engine.pids_limit`, else sized from the task's cpus). An engine that cannot
 enforce some of these limits (rootless Podman on cgroup v1) is named in the job's log, or refused with
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
 
     from kotlin_bench.dataset.task import Phase, Task
+    from kotlin_bench.engine.egress import EgressSetup
     from kotlin_bench.engine.engine import Engine
 
 
@@ -67,6 +69,7 @@ class PhaseContainer:
         labels: dict[str, str],
         limits: Limits,
         hostname: str | None = None,
+        phase: Phase | None = None,
     ) -> None:
         self.engine = engine
         self.client = engine.client
@@ -75,6 +78,7 @@ class PhaseContainer:
         self.labels = {**labels, **workdir_label()}
         self.limits = limits
         self.hostname = hostname
+        self.phase = phase
         self.started = 0.0
         self._container: Container | None = None
 
@@ -105,8 +109,18 @@ class PhaseContainer:
             limits.memory_mb,
             limits.pids,
             hostname=self.hostname,
+            extra_hosts=self.extra_hosts(),
         )
         return self
+
+    def extra_hosts(self) -> dict[str, str]:
+        """Config `extra_hosts:` for a container whose phase network is `public` (a verifier phase, a
+        validation phase, a public agent phase); none for an `allowlist` or `no-network` phase, where every
+        name must go through the proxy (whose container has them), nor when the phase is not known."""
+        phase = self.phase
+        if phase is None or network.effective_mode(phase.network_mode, phase.allowed_hosts) != "public":
+            return {}
+        return self.engine.extra_hosts()
 
     def __exit__(
         self,
@@ -120,11 +134,20 @@ class PhaseContainer:
         network.reap_networks(self.engine, self.key)
 
     @contextlib.contextmanager
-    def network(self, phase: Phase, log_path: Path | None = None) -> Iterator[network.PhaseNetwork]:
+    def network(
+        self, phase: Phase, log_path: Path | None = None, recording: EgressSetup | None = None
+    ) -> Iterator[network.PhaseNetwork]:
         """The phase's network policy (`[agent]` or `[verifier]` of task.toml) for as long as the block
-        runs; its `env` goes to the phase's processes."""
+        runs; its `env` goes to the phase's processes. `recording`: an allowlist phase's egress record
+        (`kotlin_bench.engine.egress`)."""
         with network.enter_phase(
-            self.engine, self.container, phase.network_mode, phase.allowed_hosts, self.key, log_path=log_path
+            self.engine,
+            self.container,
+            phase.network_mode,
+            phase.allowed_hosts,
+            self.key,
+            log_path=log_path,
+            recording=recording,
         ) as net:
             yield net
 

@@ -47,6 +47,8 @@ def display_rates(table: pd.DataFrame) -> pd.DataFrame:
     shown["errors"] = table["errors"]
     shown["rate (errors = unresolved)"] = table["resolve_rate"].map(percent)
     shown["rate excl. errors"] = table["resolve_rate_excl_errors"].map(percent)
+    if "resolve_rate_without_retrieval" in table:
+        shown["rate without retrieval-flagged runs"] = table["resolve_rate_without_retrieval"].map(percent)
     shown[WILSON_HEADER] = [
         f"{percent(lo)} - {percent(hi)}"
         for lo, hi in zip(table["wilson_low"], table["wilson_high"], strict=True)

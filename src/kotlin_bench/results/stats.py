@@ -117,6 +117,8 @@ def _rate_row(group: pd.DataFrame, max_k: int, resamples: int, seed: int) -> dic
     status = group["status"]
     total, errors = len(group), int((status == Status.ERROR).sum())
     resolved = int((status == Status.RESOLVED).sum())
+    retrieval = group["retrieval"].fillna(False).astype(bool) if "retrieval" in group else status != status
+    flagged, flagged_resolved = int(retrieval.sum()), int((retrieval & (status == Status.RESOLVED)).sum())
     tasks = _per_task(group)
     low, high = bootstrap_interval(tasks["resolved"], tasks["runs"], resamples, seed)
     wilson_low, wilson_high = rate_interval(tasks["resolved"].sum() / tasks["runs"].sum(), len(tasks))
@@ -128,6 +130,10 @@ def _rate_row(group: pd.DataFrame, max_k: int, resamples: int, seed: int) -> dic
         "errors": errors,
         "resolve_rate": round(resolved / total, 4),
         "resolve_rate_excl_errors": round(resolved / (total - errors), 4) if total > errors else math.nan,
+        # runs whose agent phase fetched what may be the task's fix (the egress record), and the rate with
+        # those runs counted as unresolved
+        "retrieval_flagged": flagged,
+        "resolve_rate_without_retrieval": round((resolved - flagged_resolved) / total, 4),
         "ci95_low": round(low, 4),
         "ci95_high": round(high, 4),
         "wilson_low": round(wilson_low, 4),
@@ -160,7 +166,7 @@ def rates(
 
 def _rate_columns(max_k: int) -> list[str]:
     base = ["tasks", "total", "resolved", "unresolved", "errors", "resolve_rate"]
-    base += ["resolve_rate_excl_errors", "ci95_low", "ci95_high", "wilson_low", "wilson_high"]
+    base += ["resolve_rate_excl_errors", "retrieval_flagged", "resolve_rate_without_retrieval", "ci95_low", "ci95_high", "wilson_low", "wilson_high"]
     base += [f"{c}_total" for c in USAGE_COLUMNS] + ["agent_sec_mean"]
     return base + ([f"pass@{k}" for k in range(1, max_k + 1)] if max_k > 1 else [])
 

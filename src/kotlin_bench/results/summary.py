@@ -42,6 +42,10 @@ SUMMARY_SCHEMA: dict[str, str] = {
     "model_calls": "Int64",
     "solve_tries": "Int64",
     "agent_timed_out": "boolean",
+    "retrieval": "boolean",
+    "egress_requests": "Int64",
+    "egress_bytes": "Int64",
+    "egress_refused": "Int64",
     "failed_step": "string",
     "repeats": "Int64",
     "verdict_flaky": "boolean",
@@ -115,7 +119,23 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
         verdicts_disagree=bool(result.flags.get("verdicts")) if result.fresh_verdict else None,
     )
     row.update(repeat_columns(result, repeats))
+    row.update(egress_columns(result))
     return row
+
+
+def egress_columns(result: RunResult) -> dict[str, Any]:
+    """The agent phase's egress record (`kotlin_bench.engine.egress`): whether a request was flagged as
+    retrieval, and its requests, bytes and refused requests; empty where nothing was recorded (no
+    allowlist proxy, or `egress: {record: hosts}`)."""
+    egress = result.egress or {}
+    if egress.get("record") != "urls":
+        return dict.fromkeys(("retrieval", "egress_requests", "egress_bytes", "egress_refused"))
+    return {
+        "retrieval": bool(result.flags.get("retrieval")),
+        "egress_requests": egress.get("requests"),
+        "egress_bytes": egress.get("bytes"),
+        "egress_refused": egress.get("refused"),
+    }
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -19,10 +19,10 @@ import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RecordError, Usage, WorkRecord, WorkStatus
+from kotlin_bench.engine.egress import EgressRequest, read_egress
 
 OUTAGE_STATUSES = (408, 429)  # and every status from 500 on
 MAX_DETAIL = 600
@@ -32,25 +32,18 @@ class ModelOutage(RuntimeError):
     """The agent's model API failed it (seen by the harness): the run is retried, never scored."""
 
 
-def failed_answers(egress: Path, hosts: Iterable[str]) -> list[dict[str, Any]]:
+def failed_answers(egress: Path, hosts: Iterable[str]) -> list[EgressRequest]:
     """The requests of the egress record (`egress.jsonl`) to one of `hosts` that the model API failed:
-    answered 408, 429 or >= 500, or not answered (no status: a cut connection, a stall)."""
+    answered 408, 429 or >= 500, or not answered (no status: a cut connection, a stall). Refused
+    requests (a host the proxy did not let through) are the agent's, not the API's."""
     wanted = {h.lower() for h in hosts}
-    found = []
-    if not egress.is_file():
-        return found
-    with egress.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            try:
-                request = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(request, dict) or str(request.get("host", "")).lower() not in wanted:
-                continue
-            status = request.get("status")
-            if not isinstance(status, int) or status <= 0 or status in OUTAGE_STATUSES or status >= 500:
-                found.append(request)
-    return found
+    return [
+        r
+        for r in read_egress(egress)
+        if r.host.lower() in wanted
+        and r.allowed
+        and (not r.status or r.status in OUTAGE_STATUSES or r.status >= 500)
+    ]
 
 
 def confirm_outage(claim: str, egress: Path, hosts: Iterable[str]) -> str | None:
@@ -59,12 +52,9 @@ def confirm_outage(claim: str, egress: Path, hosts: Iterable[str]) -> str | None
     if not failed:
         return None
     last = failed[-1]
-    status = last.get("status") or "no answer"
-    where = f"{last.get('method', '')} {last.get('host', '')}{last.get('path', '')}".strip()
-    detail = (
-        f"the model API answered {status} to {where} ({len(failed)} failed request(s) in the egress record)"
-    )
-    return f"{detail}; the agent said: {claim.strip()[:MAX_DETAIL]}"
+    where = f"{last.method} {last.host}{last.path}"
+    detail = f"the model API answered {last.status or 'nothing'} to {where}"
+    return f"{detail} ({len(failed)} failed request(s) in the egress record); the agent said: {claim.strip()[:MAX_DETAIL]}"
 
 
 def backoff_sec(base: float, try_number: int) -> float:

@@ -142,7 +142,9 @@ def check_network(task: Task, image: str, engine: EngineSettings | None = None) 
     mode = network.effective_mode(task.agent.network_mode, task.agent.allowed_hosts)
     labels = {names.LABEL_TASK: task.id, names.LABEL_PHASE: "agent"}
     key = names.probe_key(task.id)
-    with PhaseContainer(connect(engine), image, key, labels, Limits.of(task, engine)) as box:
+    with PhaseContainer(
+        connect(engine), image, key, labels, Limits.of(task, engine), phase=task.agent
+    ) as box:
         box.copy_in(PROBES_DIR, names.CONTAINER_PROBE_DIR)
         with box.network(task.agent) as net:
             command = " ".join(["bash", f"{names.CONTAINER_PROBE_DIR}/{PROBE}", *hosts])

@@ -25,7 +25,9 @@ from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import RunResult, WorkRecord, WorkStatus
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dataset.task import Task
+from kotlin_bench.engine.egress import EgressPolicy
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 from kotlin_bench.engine.images import ImageRef, image_id
 from kotlin_bench.runs import handoff
@@ -75,9 +77,12 @@ def solve_step(
     limits: handoff.Limits | None = None,
     root: Path | None = None,
     engine: EngineSettings | None = None,
+    egress: EgressPolicy | None = None,
+    facts: Facts | None = None,
 ) -> WorkRecord:
-    """Solve one (task, agent, attempt) on `engine` (config `engine:`); returns the work record written
-    to `work_dir/work.json`."""
+    """Solve one (task, agent, attempt) on `engine` (config `engine:`), its allowlist phase recorded as
+    `egress` says (config `egress:`) with the task's `facts` for the retrieval rule; returns the work
+    record written to `work_dir/work.json`."""
     if not task.has_expected_tests:
         raise RunError(
             f"task {task.id} has no {names.EXPECTED_TESTS}; it cannot be scored, so it is not solved"
@@ -97,6 +102,8 @@ def solve_step(
             root or Path.cwd(),
             read_files(kind.inputs(agent, task.path), task.path),
             image.name if image is not None and kind.needs_image else None,
+            egress or EgressPolicy(),
+            facts or Facts(),
         )
         return kind.solve(ctx)
 

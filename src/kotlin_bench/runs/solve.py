@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
-from kotlin_bench.core.record import Usage, WorkRecord
-from kotlin_bench.engine import containers
+from kotlin_bench.core.record import EgressSummary, Usage, WorkRecord
+from kotlin_bench.core.retrieval import Facts
+from kotlin_bench.engine import containers, egress
 from kotlin_bench.engine.images import workdir_label
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
@@ -73,6 +74,14 @@ class SolveContext:
     root: Path  # the workflow directory
     read: tuple[str, ...] = (names.INSTRUCTION,)  # materialized task files the agent phase reads
     image_name: str | None = None  # the task image's name as built (`names.built_task_image`)
+    egress: egress.EgressPolicy = field(default_factory=egress.EgressPolicy)  # config `egress:`
+    facts: Facts = field(default_factory=Facts)  # the task's facts for the retrieval rule (`kotlin_bench.core.retrieval`)
+
+    def recording(self) -> egress.EgressSetup:
+        """The agent phase's egress record: the workspace's CA, the record in the work directory."""
+        urls = self.egress.record is egress.Record.URLS
+        ca = egress.ensure_ca(self.root / names.EGRESS_CA_DIR) if urls else self.root
+        return egress.EgressSetup(self.egress, self.facts, ca, self.work_dir / names.EGRESS_RECORD)
 
     def new_record(self) -> WorkRecord:
         task, agent = self.task, self.agent
@@ -126,11 +135,13 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
         phase = replace(phase, allowed_hosts=(*phase.allowed_hosts, *hosts))
     passed = ctx.agent.passed_env()
     with PhaseContainer(
-        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits
+        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits, phase=phase
     ) as box:
-        with box.network(phase, log_path=work_dir / names.PROXY_LOG) as net:
+        recording = ctx.recording()
+        with box.network(phase, log_path=work_dir / names.PROXY_LOG, recording=recording) as net:
             outcome = act(box.container, work_dir / names.AGENT_LOG, {**net.env, **passed})
             record.agent_process_limit = _settle(box, outcome, work_dir / names.AGENT_LOG)
+            touched, recorded, proxied = net.harness_paths, net.egress is not None, net.proxy is not None
         capture = handoff.capture(
             box.container,
             task,
@@ -140,7 +151,11 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
             ctx.image_id,
             labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
         )
-        outside = outside_changes(box.changes(), task.repo_dir, harness_paths)
+        outside = outside_changes(box.changes(), task.repo_dir, (*harness_paths, *touched))
+    if recorded:
+        record.egress = egress.summarize(egress.read_egress(recording.record_path), ctx.egress.record)
+    elif proxied:
+        record.egress = EgressSummary(str(egress.Record.HOSTS))
     redact(work_dir, passed.values())
     record.model = outcome.model or record.model
     record.usage = outcome.usage
@@ -161,6 +176,8 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     with diff.open(encoding="utf-8", errors="replace") as lines:
         record.flags = flag_changes(record.changed_files, lines)
     record.flags |= {"outside_repo": outside, "left_out": capture.review()}
+    if record.egress is not None and record.egress.record == egress.Record.URLS:
+        record.flags["retrieval"] = list(record.egress.retrieval)
     if capture.outcome is not handoff.Outcome.CAPTURED:
         record.outcome, record.error = CAPTURE_REASONS[capture.outcome], capture.message or None
     elif outcome.skip_reason:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +92,7 @@ def result_of(work: WorkRecord, task: Task) -> RunResult:
     result.usage, result.solve_tries = replace(work.usage), work.solve_tries
     result.changed_files = list(work.changed_files)
     result.flags = {k: list(v) for k, v in work.flags.items()}
+    result.egress = asdict(work.egress) if work.egress is not None else None
     result.capture = dict(work.capture)
     result.trial_result = f"{names.WORK_DIR}/{work.trial_result}" if work.trial_result else None
     result.task_digest, result.verifier_digest = digests(task.path)
@@ -176,7 +177,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: work.agent, names.LABEL_PHASE: "verifier"}
     limits = Limits.of(task, ctx.engine.settings)
     result.engine = ctx.engine.describe()
-    with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits) as box:
+    with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits, phase=task.verifier) as box:
         if not _apply(box, task, work, diff, result, run_dir / names.VERIFIER_LOG):
             return
         box.copy_in(task.path / "tests", names.CONTAINER_TESTS)

@@ -167,7 +167,7 @@ class Workspace:
 
     def engine(self) -> EngineSettings:
         """The engine this workspace's config names (`engine:`; Docker by default)."""
-        return EngineSettings.from_config(self.config().get("engine"))
+        return EngineSettings.of_config(self.config())
 
     def use_engine(self, settings: EngineSettings) -> None:
         """Name the engine in this workspace's config (`engine:`)."""

@@ -96,7 +96,9 @@ def run_phase(
     phase = task.verifier
     try:
         limits = Limits.of(task, engine)
-        with PhaseContainer(connect(engine), image_id, key, labels, limits, hostname=label) as box:
+        with PhaseContainer(
+            connect(engine), image_id, key, labels, limits, hostname=label, phase=phase
+        ) as box:
             box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
             if kind is PhaseKind.FIX:
                 box.copy_in(task.path / "solution", names.CONTAINER_SOLUTION)

@@ -23,6 +23,8 @@ Subcommands:
 - ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
 - ``model-server``: a stand-in OpenAI-compatible model server playing scripted conversations, with faults
   on demand (``kotlin_bench.tools.model_server``; tests and the examples' model-driven agents).
+- ``egress classify --task <id> <url>...``: whether a URL would fetch the task's fix (the egress record's
+  retrieval rule, ``kotlin_bench.core.retrieval``): ``retrieval`` or ``ok`` with the reason.
 - ``clean``: what this workspace left on the container engine (containers, proxies, networks, images,
   build cache), listed; ``--remove`` removes it, ``--all-images`` adds its task images
   (``kotlin_bench.tools.cli.clean``).
@@ -43,7 +45,7 @@ from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task, model_server
-from kotlin_bench.tools.cli import clean, dataset, results
+from kotlin_bench.tools.cli import clean, dataset, egress, results
 from kotlin_bench.tools.cli.text import err
 from kotlin_bench.tools.root import OUTSIDE, resolve
 
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.register(sub)
     results.register(sub)
     clean.register(sub)
+    egress.register(sub)
     add_task.register(sub)
     model_server.register(sub)
     return parser

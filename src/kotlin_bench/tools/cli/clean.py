@@ -98,7 +98,7 @@ def _engine_of(root: Path) -> EngineSettings:
 
     path = root / "config.yaml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    return EngineSettings.from_config((config or {}).get("engine"))
+    return EngineSettings.of_config(config)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
