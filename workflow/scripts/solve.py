@@ -47,7 +47,27 @@ with logged(sm.log[0]):
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
     else:
         tries = Tries.of_job(sm)
-    configured_budget,
-    configured_egress,
+        root = workflow_root(sm)
+        why = over_budget(configured_budget(sm.config, agent.name), agent.name, work_dir.parents[2], work_dir)
+        if why is not None:  # the agent's budget is spent: the run is listed as not run, never started
+            print(why)
+            work = runner.record_not_run(task, agent, attempt, work_dir, why)
+        else:
+            try:
+                image = task_image(sm.config, task) if kind_of(agent).needs_image else None
+                limits = Limits.from_config(sm.params.capture)
+                engine = configured_engine(sm.config)
+                policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
+                work = runner.solve_step(
+                    task, agent, attempt, work_dir, image, limits, root, engine, policy, facts
+                )
+            except Exception as exc:
+                if not tries.failed(exc):
+                    backoff_after_outage(sm.config, exc, tries.number)
+                    raise
+                work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
+            work.solve_tries, work.tries = tries.number, work.tries or tries.history()
+            work.write(work_dir / names.WORK_FILE)
         what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")
         print(f"{task.id} {agent.name} attempt {attempt}: solved, {work.status}: {what}")
