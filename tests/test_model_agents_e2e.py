@@ -161,8 +161,8 @@ def test_a_model_outage_is_an_error_and_is_redone_once_the_model_answers(
 ) -> None:
     if not (HARBOR / "venv/bin/harbor").exists():
         pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
-    outage = {**agents(model_server.url())[1], "name": "terminus-outage"}
-    config = {"tasks": [TASK], "agents": [outage], "retries": 0, "model_backoff_sec": 0}
+    outage = {**agents(model_server.url())[1], "name": "terminus-outage", "outage_backoff_sec": 0}
+    config = {"tasks": [TASK], "agents": [outage], "retries": 0}
     model_server.set_fault("429@3")
     try:
         out = run(solved, config)

@@ -5,7 +5,7 @@ work record with status error, which the run's verify step turns into an error r
 SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the phase container's
 exit removes the run's containers, and no record is written. Too little free disk space (see
 kotlin_bench.engine.disk) refuses the job before anything starts, on every try, and is never recorded.
-A model outage the harness saw (kotlin_bench.runs.model_api) waits `model_backoff_sec` (doubled each try)
+A model outage the harness saw (kotlin_bench.runs.model_api) waits the agent's `outage_backoff_sec` (doubled each try)
 before the job fails into its retry.
 """
 
@@ -63,7 +63,7 @@ with logged(sm.log[0]):
                 )
             except Exception as exc:
                 if not tries.failed(exc):
-                    backoff_after_outage(sm.config, exc, tries.number)
+                    backoff_after_outage(sm.config, agent.name, exc, tries.number)
                     raise
                 work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
         if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)

@@ -141,11 +141,20 @@ def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
     )
 
 
-def backoff_after_outage(config: dict[str, Any], exc: BaseException, try_number: int) -> None:
-    """Before a try that follows a model outage (`ModelOutage`): wait `model_backoff_sec` from the config,
-    doubled on each further try, so that a provider's rate limit has time to lift."""
+def backoff_after_outage(config: dict[str, Any], agent: str, exc: BaseException, try_number: int) -> None:
+    """Before a try that follows a model outage (`ModelOutage`): wait the agent's `outage_backoff_sec`
+    (config; 60 s by default), doubled on each further try, so that a provider's rate limit has time to
+    lift. Read from the config, not a rule parameter: how long a retry waits changes no result."""
     if isinstance(exc, ModelOutage):
-        wait = backoff_sec(float(config.get("model_backoff_sec", 60)), try_number)
+        base = next(
+            (
+                float(a.get("outage_backoff_sec", 60))
+                for a in config.get("agents") or []
+                if a.get("name") == agent
+            ),
+            60.0,
+        )
+        wait = backoff_sec(base, try_number)
         print(f"kotlin-bench: the model API failed; the next try starts in {wait:.0f}s", flush=True)
         time.sleep(wait)
 

@@ -2,7 +2,7 @@
 
 A model outage (the agent stopped because its model API answered 429 or 5xx, or did not answer, after the
 agent's own retries) is an error of the infrastructure, never the agent's score: the solve step raises
-`ModelOutage`, the job is retried after a backoff (`model_backoff_sec`, doubled each try), and a run
+`ModelOutage`, the job is retried after a backoff (the agent's `outage_backoff_sec`, doubled each try), and a run
 still failing on the last try is recorded as `error` / `infrastructure` with the provider's answer.
 
 Only what the harness saw counts. A Harbor agent's outage is Harbor's own exception
