@@ -97,6 +97,7 @@ def solved(
     config = {"tasks": [TASK], "agents": wanted, "retries": 0, "model_apis": {"standin": 1}}
     out = run(work, config)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    assert 'model_api_standin=Resource("model_api_standin", 1)' in out.stderr  # config model_apis
     return work
 
 

@@ -12,12 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kotlin_bench.runs.agents.config import Agent
 from kotlin_bench.runs.agents.harbor import map_trial, model_kwargs
 from kotlin_bench.runs.model_api import backoff_sec, confirm_outage, read_usage, redact
 from kotlin_bench.tools.model_server import Fault, ModelServer, Running, read_conversations
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_repo, snakemake
 
 FIRST = {"role": "user", "content": "Task: Negative numbers are rejected (`3 - -2`)"}
 
@@ -148,3 +149,25 @@ def test_harbor_model_outages_are_errors_whatever_was_graded() -> None:
 def test_redact(tmp_path: Path) -> None:
     (tmp_path / "log").write_text("key=sk-standin-1 ok")
     assert redact(tmp_path, ["sk-standin-1"]) == 1 and (tmp_path / "log").read_text() == "key=[redacted] ok"
+
+
+def test_a_model_endpoint_is_a_snakemake_resource_limited_by_the_config(tmp_path: Path) -> None:
+    work = copy_repo(tmp_path / "w")
+    agent = {
+        "name": "m",
+        "kind": "script",
+        "script": "examples/agents/model-agent.sh",
+        "model_api": "standin",
+    }
+    config = {
+        "tasks": ["examples_calc-4", "examples_slug-8"],
+        "agents": [agent, {"name": "nop", "kind": "nop"}],
+    }
+    (work / "m.yaml").write_text(yaml.safe_dump(config | {"model_apis": {"standin": 1}}))
+    out = snakemake(work, "--dry-run", "--cores", "8", "--configfile", "m.yaml")
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    jobs = text.split("rule solve:")[1:]
+    assert sum("wildcards: agent=m," in j and "model_api_standin=1" in j for j in jobs) == 2
+    assert sum("wildcards: agent=nop," in j and "model_api_standin=0" in j for j in jobs) == 2
+    # the limit itself is the global resource the Snakefile registers (seen in the e2e run's log)
