@@ -197,7 +197,7 @@ def test_the_plan_estimates_and_a_budget_stops_the_next_run(solved: Path, model_
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )  # fmt: skip
     assert plan.returncode == 0, plan.stderr
-    cost = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["model-agent", "cost_usd"]
+    cost = json.loads((solved / names.verify_result("model-agent", TASK, 1)).read_text())["usage"]["cost_usd"]
     assert "model-agent: 1 of 2 run(s) to do; from 1 finished run(s)" in plan.stdout
     assert f"~${cost:,.2f} (${cost:,.4f} a run" in plan.stdout
 
