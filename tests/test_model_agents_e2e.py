@@ -159,11 +159,15 @@ def test_terminus_2_resolves_the_task_with_its_usage_and_trajectory(solved: Path
     assert leaked == []
 
 
-def test_a_model_outage_is_an_error_and_is_redone_once_the_model_answers(
+def test_a_model_outage_is_an_error_redone_once_the_model_answers_and_a_budget_stops_runs(
     solved: Path, model_server: Running
 ) -> None:
-    """The script agent's claim is confirmed by the recording proxy's 429s to the model host."""
-    outage = {**agents(model_server.url(MODEL_HOST))[0], "name": "outage", "outage_backoff_sec": 0}
+    """The script agent's outage claim is confirmed by the recording proxy's 429s to the model host: an
+    error, not a 0. After `errors --delete` the next snakemake redoes it, in the same invocation as an
+    agent whose budget_usd is half a run's cost (its second run is not started). The plan before it
+    estimates the cost of a run still to do."""
+    script = agents(model_server.url(MODEL_HOST))[0]
+    outage = {**script, "name": "outage", "outage_backoff_sec": 0}
     config = {"tasks": [TASK], "agents": [outage], "retries": 0, "extra_hosts": {MODEL_HOST: "host-gateway"}}
     model_server.set_fault("429@3")
     try:
@@ -176,36 +180,34 @@ def test_a_model_outage_is_an_error_and_is_redone_once_the_model_answers(
         row.to_dict()
     )
     assert "ModelOutage: the model API answered 429" in row["error"] and "HTTP 429" in row["error"]
-    errors = subprocess.run(
-        [sys.executable, "-m", "kotlin_bench", "errors", "--delete"], cwd=solved, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )  # fmt: skip
-    assert errors.returncode == 0, errors.stderr
-    out = run(solved, config)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    row = read_summary(solved / names.SUMMARY_CSV).set_index("agent").loc["outage"]
-    assert row["status"] == "resolved", row.to_dict()
+    assert kotlin_bench(solved, "errors", "--delete").returncode == 0
 
-
-def test_the_plan_estimates_and_a_budget_stops_the_next_run(solved: Path, model_server: Running) -> None:
-    script = agents(model_server.url())[0]
-    config = yaml.safe_load((solved / "config.yaml").read_text())
-    config |= {"tasks": [TASK], "agents": [script], "attempts": 2}
-    (solved / "plan.yaml").write_text(yaml.safe_dump(config))
-    plan = subprocess.run(
-        [sys.executable, "-m", "kotlin_bench", "plan", "--config", "plan.yaml"], cwd=solved,
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )  # fmt: skip
-    assert plan.returncode == 0, plan.stderr
     cost = json.loads((solved / names.verify_result("model-agent", TASK, 1)).read_text())["usage"]["cost_usd"]
-    assert "model-agent: 1 of 2 run(s) to do; from 1 finished run(s)" in plan.stdout
+    whole = yaml.safe_load((solved / "config.yaml").read_text())
+    (solved / "plan.yaml").write_text(
+        yaml.safe_dump(whole | {"tasks": [TASK], "agents": [script], "attempts": 2})
+    )
+    plan = kotlin_bench(solved, "plan", "--config", "plan.yaml")
+    assert "model-agent: 1 of 2 run(s) to do; from 1 finished run(s)" in plan.stdout, (
+        plan.stdout + plan.stderr
+    )
     assert f"~${cost:,.2f} (${cost:,.4f} a run" in plan.stdout
 
     budgeted = {**script, "name": "budgeted", "budget_usd": cost / 2, "model_api": "standin"}
-    out = run(solved, {"tasks": [TASK], "agents": [budgeted], "attempts": 2, "model_apis": {"standin": 1}})
+    out = run(solved, config | {"agents": [outage, budgeted], "attempts": 2, "model_apis": {"standin": 1}})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    rows = read_summary(solved / names.SUMMARY_CSV).query("agent == 'budgeted'").sort_values("status")
+    summary = read_summary(solved / names.SUMMARY_CSV)
+    redone = summary.query("agent == 'outage' and attempt == 1").iloc[0]
+    assert redone["status"] == "resolved", redone.to_dict()
+    rows = summary.query("agent == 'budgeted'").sort_values("status")
     assert list(rows["status"]) == ["error", "resolved"], rows.to_dict("records")
     not_run = rows.iloc[0]
     assert not_run["reason"] == "not_run" and "budget_usd" in not_run["error"]
     assert pd.isna(not_run["cost_usd"])
+
+
+def kotlin_bench(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", *args], cwd=work, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
