@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a Debian host for kotlin-bench: system packages, the Python package with its dependencies,
-# and a running container engine (Docker, or Podman with --podman). Idempotent; safe to run again.
+# a running container engine (Docker, or Podman with --podman), and the examples' stand-in Maven
+# repository (scripts/standin_repo.sh start). Idempotent; safe to run again.
 # Usage: scripts/setup.sh [--harbor] [--podman [--user NAME]...] | --tests
 #   --harbor: also the harbor CLI and the compose v2 plugin (Harbor agents, the Harbor tests)
 #   --podman: Podman instead of Docker (scripts/setup_podman.sh): as root, Debian's podman, what rootless
@@ -68,6 +69,13 @@ python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
 
 if [ "$with_docker" -eq 1 ]; then
   scripts/setup_docker.sh
+fi
+# The examples' stand-in Maven repository (https://repo.examples.test/maven2/, docs/standin-repo.md): nginx
+# on port 443 and a line of /etc/hosts, so root's; an ordinary user needs root to have started it.
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/standin_repo.sh start
+elif ! scripts/standin_repo.sh status; then
+  echo "setup: the stand-in Maven repository is not running; as root: scripts/standin_repo.sh start" >&2
 fi
 if [ "$with_harbor" -eq 1 ]; then
   scripts/setup_harbor.sh

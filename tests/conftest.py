@@ -488,6 +488,20 @@ def _service_missing(what: str, setup: str) -> None:
 
 
 @pytest.fixture(scope="session")
+def standin_repo() -> Any:
+    """The machine's stand-in Maven repository (scripts/standin_repo.sh, called by scripts/setup.sh),
+    serving this checkout's content: started (idempotent; fast when the content exists) where root can."""
+    from kotlin_bench.tools.standin_repo import NGINX, StandinRepo, Status
+
+    repo = StandinRepo()
+    if os.geteuid() == 0 and Path(NGINX).is_file():
+        repo.start(REPO)
+    elif repo.status()[0] is not Status.ANSWERS:
+        _service_missing("the stand-in Maven repository does not answer", "scripts/standin_repo.sh start")
+    return repo
+
+
+@pytest.fixture(scope="session")
 def registry_service() -> str:
     """A container registry on loopback (`KOTLIN_BENCH_REGISTRY`, default 127.0.0.1:5000): its host:port."""
     import urllib.request

@@ -131,6 +131,8 @@ def sweep(workspace: Workspace, server: str) -> tuple[pd.DataFrame, str]:
         [CALC, SLUG, UNITS], [{"name": "oracle", "kind": "oracle"}, {"name": "nop", "kind": "nop"}]
     )
     workspace.edit_task(CALC, "agent", "allowed_hosts", f'["{server}"]')  # the allowlist names the server
+    workspace.edit_task(SLUG, "agent", "allowed_hosts", "[]")  # an empty allowlist: no network at all
+    workspace.edit_task(UNITS, "agent", "allowed_hosts", "[]")
     workspace.edit_task(UNITS, "agent", "network_mode", '"public"')  # a leak: GitHub is not blocked
     out = workspace.snakemake("healthcheck")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

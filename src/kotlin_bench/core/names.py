@@ -402,3 +402,20 @@ def validation_key(task_id: str, label: str) -> str:
 def probe_key(task_id: str) -> str:
     """The key of the health check's network probe of a task."""
     return run_key("healthcheck", task_id, 1)
+
+
+# --------------------------------------------------------------------------- the stand-in Maven repository
+
+# The examples' stand-in Maven repository on this host (kotlin_bench.tools.standin_repo,
+# scripts/standin_repo.sh; docs/standin-repo.md): its host name, base URL, state directory (config,
+# content, logs, pid; one per machine), the group of the example projects' own releases, and the committed
+# inputs (paths relative to a checkout).
+STANDIN_HOST = "repo.examples.test"
+STANDIN_PATH = "/maven2/"
+STANDIN_BASE_URL = f"https://{STANDIN_HOST}{STANDIN_PATH}"
+STANDIN_STATE_DIR = Path("/var/lib/kotlin-bench/standin-repo")
+STANDIN_GROUP = "examples"
+STANDIN_CA = "examples/bases/toolchain/standin-ca.crt"
+STANDIN_TLS_DIR = "examples/standin-repo/tls"
+STANDIN_THIRD_PARTY = "examples/standin-repo/third-party.txt"
+STANDIN_PROJECTS_GLOB = "examples/bases/*/upstream"  # each project with an upstream history is published
