@@ -16,6 +16,8 @@ TARGET_NOOP_SEC = 10.0
 TARGET_DRY_RUN_SEC = 15.0
 TARGET_DRY_RUN_MB = 500.0
 TARGET_ENGINE = 1.3
+TARGET_EGRESS_DOWNLOADS = 1.3
+TARGET_EGRESS_RUN = 1.1
 JOBS_AT_ONCE = 2  # bench.images.JOBS (not imported: this module only formats rows)
 
 
@@ -129,8 +131,32 @@ def targets(rows: list[Row]) -> list[str]:
                 _verdict(s.median, TARGET_ENGINE, True),
             ]
         )
-    body += regrade_targets(rows) + images_targets(rows)
+    body += regrade_targets(rows) + images_targets(rows) + egress_targets(rows)
     return ["## Targets", "", *_md_table(["target", "measured: median [min, max]", "goal", "result"], body)]
+
+
+def egress_targets(rows: list[Row]) -> list[list[str]]:
+    """Issue 28: the recording egress proxy against a direct download and against the host-only proxy."""
+    downloads = spread(paired_ratios(rows, "egress", "recorded", "direct"))
+    run = spread(paired_ratios(rows, "egress", "urls", "hosts"))
+    start = spread(
+        _values([r for r in rows if r.ok], section="egress", variant="recorded", metric="enter_sec")
+    )
+    return [
+        [
+            "10. 200 MB in 500 files over HTTPS, recording proxy / direct",
+            downloads.text(),
+            f"≤ {TARGET_EGRESS_DOWNLOADS}",
+            _verdict(downloads.median, TARGET_EGRESS_DOWNLOADS, True),
+        ],
+        [
+            "10. one oracle run with an allowlist, record: urls / record: hosts",
+            run.text(),
+            f"≤ {TARGET_EGRESS_RUN}",
+            _verdict(run.median, TARGET_EGRESS_RUN, True),
+        ],
+        ["10. allowlist phase start with the recording proxy (s)", start.text(), "-", "measured"],
+    ]
 
 
 def regrade_targets(rows: list[Row]) -> list[list[str]]:

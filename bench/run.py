@@ -19,7 +19,19 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import attempts, disk, engines, images, incremental, overhead, prepare, regrade, scale, site
+from bench import (
+    attempts,
+    disk,
+    egress,
+    engines,
+    images,
+    incremental,
+    overhead,
+    prepare,
+    regrade,
+    scale,
+    site,
+)
 from bench.common import (
     HARBOR_BIN,
     REPO,
@@ -44,9 +56,20 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "regrade": regrade.run,
     "images": images.run,
     "engines": engines.run,
+    "egress": egress.run,
 }
 # The sections that work in (or copy from) the prepared workspace; scale copies its materialized tasks.
-NEEDS_WORKSPACE = {"overhead", "attempts", "incremental", "scale", "disk", "regrade", "images", "engines"}
+NEEDS_WORKSPACE = {
+    "overhead",
+    "attempts",
+    "incremental",
+    "scale",
+    "disk",
+    "regrade",
+    "images",
+    "engines",
+    "egress",
+}
 
 
 def _version(cmd: list[str]) -> str:

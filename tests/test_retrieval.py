@@ -254,3 +254,18 @@ def test_summary_and_rates_carry_the_egress_record() -> None:
     table = rates(frame)
     assert table.loc[0, "resolve_rate"] == 1.0 and table.loc[0, "retrieval_flagged"] == 1
     assert table.loc[0, "resolve_rate_without_retrieval"] == round(2 / 3, 4)
+
+
+def test_headlines_and_reproduce_say_the_rate_without_retrieval_flagged_runs() -> None:
+    import pandas as pd
+
+    from kotlin_bench.results.report import retrieval_note
+
+    frame = pd.DataFrame(
+        {"status": ["resolved", "resolved", "unresolved", "resolved"], "retrieval": [True, False, False, None]}
+    )
+    assert retrieval_note(frame) == (
+        "1 of 3 recorded runs flagged as retrieval (the egress record): resolved 75.0% with them, "
+        "50.0% with them counted as unresolved"
+    )
+    assert retrieval_note(frame.assign(retrieval=None)) is None

@@ -110,3 +110,34 @@ def test_a_harbor_trajectory_is_shown(site: Path) -> None:
         'href="../../../../runs/agent/calc-1/attempt-1/work/harbor/jobs/job/calc-1__abc/agent/trajectory.json"'
         in page
     )
+
+
+def test_the_run_page_lists_the_egress_record_with_flagged_requests_marked(site: Path) -> None:
+    """A run whose agent phase was recorded (`egress: {record: urls}`): its requests, flagged ones marked,
+    and the rates tables' rate without retrieval-flagged runs."""
+    from kotlin_bench.core.record import RunResult
+
+    run = site / names.run_dir("agent", "calc-2", 1)
+    fix = "/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar"
+    lines = [
+        {"time": 1.0, "method": "GET", "scheme": "https", "host": "repo.examples.test", "port": 443,
+         "path": "/maven2/examples/calc/maven-metadata.xml", "status": 200, "bytes": 120, "allowed": True,
+         "blocked": False, "retrieval": None},
+        {"time": 2.0, "method": "GET", "scheme": "https", "host": "repo.examples.test", "port": 443,
+         "path": fix, "status": 200, "bytes": 900, "allowed": True, "blocked": False,
+         "retrieval": "examples:calc:1.1.0: at or after the fix's release"},
+    ]  # fmt: skip
+    (run / names.WORK_DIR / names.EGRESS_RECORD).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = RunResult.read(run / names.RESULT_FILE)
+    result.egress = {"record": "urls", "requests": 2, "bytes": 1020, "refused": 0, "blocked": 0,
+                     "retrieval": [f"https://repo.examples.test{fix}"]}  # fmt: skip
+    result.flags["retrieval"] = [f"https://repo.examples.test{fix}"]
+    result.write(run / names.RESULT_FILE)
+    build(site)
+    page = (site / names.site_run_page("agent", "calc-2", 1)).read_text()
+    assert 'id="egress-requests"' in page and "1 flagged as retrieval" in page
+    assert f'<tr class="flagged"><td>GET</td><td><code>https://repo.examples.test{fix}</code>' in page
+    assert (
+        "<tr><td>GET</td><td><code>https://repo.examples.test/maven2/examples/calc/maven-metadata.xml" in page
+    )
+    assert "rate without retrieval-flagged runs" in (site / names.SITE_INDEX).read_text()

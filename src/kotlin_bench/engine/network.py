@@ -35,6 +35,12 @@ container did at start (on a user-defined egress network, `public` points it at 
 On Podman the internal network has no DNS server at all (`kotlin_bench.engine.podman`): the proxy's
 address is pinned in /etc/hosts instead, and leaving takes that line out again; resolv.conf is Podman's.
 
+With `recording` (an agent phase under config `egress: {record: urls}`, `kotlin_bench.engine.egress`) the
+proxy is the recording one instead: mitmproxy with the same allowlist, which terminates HTTPS with the
+workspace's CA (trusted by the container for the phase, undone on leaving), records every request and
+flags or refuses retrieval; its record is copied out when the phase ends. `PhaseNetwork.harness_paths`
+names the container's files a phase changed and restored (not the agent's changes).
+
 Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
 proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
 like the task container, so `kotlin_bench.engine.containers.reap` removes one left by a killed run; `reap_networks`
@@ -475,12 +481,15 @@ def _enter_allowlist(
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", files)
     phase.proxy.start()
-    _wait_listening(phase.proxy)
+    if not recorded:
+        _wait_listening(phase.proxy)
     if not engine.podman:
         phase._resolv_conf = _read_file(container, RESOLV_CONF)
     phase.network.connect(container)
     _pin_proxy(phase)
     phase._jdks = jvmproxy.configure(container, PROXY_ALIAS, PROXY_PORT)
+    if recorded:  # mitmproxy's start-up (a second or two of imports) overlaps the steps above
+        _wait_listening(phase.proxy)
     phase.env = proxy_env() | (egress.ca_env() if recorded else {})
 
 

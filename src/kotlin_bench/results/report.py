@@ -26,6 +26,23 @@ def headline(row: pd.Series) -> str:
     return f"{text}, {plural(int(row['errors']), 'error')}"
 
 
+def retrieval_note(summary: pd.DataFrame) -> str | None:
+    """`N of M recorded runs flagged as retrieval: resolved X% with them, Y% without` (counted as unresolved),
+    or None when no run's egress was recorded (docs/threat-model.md)."""
+    if "retrieval" not in summary or summary["retrieval"].isna().all():
+        return None
+    recorded = summary[summary["retrieval"].notna()]
+    flagged = recorded["retrieval"].astype(bool)
+    resolved = summary["status"] == Status.RESOLVED
+    total = len(summary)
+    without = int((resolved & ~summary["retrieval"].fillna(False).astype(bool)).sum())
+    return (
+        f"{int(flagged.sum())} of {len(recorded)} recorded runs flagged as retrieval (the egress record): "
+        f"resolved {percent(int(resolved.sum()) / total)} with them, {percent(without / total)} "
+        "with them counted as unresolved"
+    )
+
+
 def error_runs(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["status"] == Status.ERROR]
 
@@ -154,6 +171,9 @@ COMPARISON_NOTE = (
 
 def headlines(summary: pd.DataFrame, overall: pd.DataFrame) -> list[str]:
     lines = [headline(row) for _, row in overall.iterrows()]
+    for agent, runs in summary.groupby("agent", sort=True):
+        note = retrieval_note(runs)
+        lines += [f"{agent}: {note}"] if note else []
     errors = error_runs(summary)
     return lines + ([error_note(errors)] if len(errors) else [])
 

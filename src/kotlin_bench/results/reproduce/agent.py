@@ -25,6 +25,7 @@ from kotlin_bench.results.reproduce.tasks import (
     reproduction_sections,
 )
 from kotlin_bench.results.reproduce.verdicts import Verdict
+from kotlin_bench.results.report import retrieval_note
 from kotlin_bench.results.summary import write_table
 
 # --------------------------------------------------------------------------- one agent, either kind
@@ -52,7 +53,9 @@ def reproduce_agent(
         comparison = compare(ours, load_reference(source, summary), tolerance)
         verdict_ = judge(agent, spec, comparison, str(csv_path))
     write_table(comparison, csv_path)
-    write_atomic(md_path, render_reproduction(verdict_, comparison))
+    note = retrieval_note(ours)  # the egress record: the rate with and without retrieval-flagged runs
+    page = render_reproduction(verdict_, comparison)
+    write_atomic(md_path, page + (f"\n## Retrieval\n\n{agent}: {note}\n" if note else ""))
     return verdict_
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RunResult, Status, Usage
+from kotlin_bench.engine.egress import EgressRequest, read_egress
 from kotlin_bench.results.compare import Comparison, interval, p_text, points
 from kotlin_bench.results.report import WILSON_HEADER, display_rates, duration, money, reason_text, tokens
 from kotlin_bench.scoring.expected import CATEGORIES
@@ -26,6 +27,8 @@ INSTRUCTION_BYTES = 64 << 10
 TRAJECTORY_STEPS = 300
 STEP_CHARS = 1200
 REASON_INDEX = {reason.value: i for i, reason in enumerate(Reason)}
+
+EGRESS_ROWS = 500  # the run page lists the first requests; egress.jsonl has them all
 
 
 def href(target: str | Path, page: str | Path) -> str:
@@ -78,7 +81,9 @@ class DiffLine:
 def diff_lines(text: str) -> list[DiffLine]:
     found = []
     for line in text.splitlines():
-        if line.startswith(("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file", "similarity")):
+        if line.startswith(
+            ("diff --git", "index ", "--- ", "+++ ", "new file", "deleted file", "similarity")
+        ):
             kind = "meta"
         elif line.startswith("@@"):
             kind = "hunk"
@@ -191,6 +196,10 @@ class RunPage:
     logs: list[Log] = field(default_factory=list)
     trajectory: list[dict[str, str]] = field(default_factory=list)
     usage: list[tuple[str, str]] = field(default_factory=list)
+    egress: list[EgressRequest] = field(
+        default_factory=list
+    )  # the agent phase's requests (first EGRESS_ROWS)
+    egress_total: int = 0
 
     @property
     def reason_text(self) -> str | None:
@@ -221,7 +230,8 @@ def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
     page = names.site_run_page(result.agent, result.task, result.attempt)
     run_dir = (root / result_path).parent
     work = run_dir / names.WORK_DIR
-    data = RunPage(result, page, categories=categories(result.verifier), usage=usage_rows(result.usage, result.solve_tries))
+    usage = usage_rows(result.usage, result.solve_tries)
+    data = RunPage(result, page, categories=categories(result.verifier), usage=usage)
     data.links = {
         "task": href(names.site_task_page(result.task), page),
         "index": href(names.SITE_INDEX, page),
@@ -238,8 +248,17 @@ def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
         data.diff, data.diff_bytes = diff_lines(text), diff.stat().st_size
         data.links["agent.diff"] = href(diff.relative_to(root), page)
     data.logs = run_logs(run_dir, result, page, root)
+    record = work / names.EGRESS_RECORD
+    if record.is_file():
+        requests = read_egress(record)
+        data.egress, data.egress_total = requests[:EGRESS_ROWS], len(requests)
+        data.links[names.EGRESS_RECORD] = href(record.relative_to(root), page)
     trajectory = work / result.usage.trajectory if result.usage.trajectory else None
-    if trajectory is not None and trajectory.resolve().is_relative_to(work.resolve()) and trajectory.is_file():
+    if (
+        trajectory is not None
+        and trajectory.resolve().is_relative_to(work.resolve())
+        and trajectory.is_file()
+    ):
         data.trajectory = trajectory_steps(trajectory)
         data.links["trajectory.json"] = href(trajectory.relative_to(root), page)
     if result.trial_result and (work / result.trial_result).is_file():
@@ -251,7 +270,11 @@ def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
 
 
 def _number(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value) else str(value)
+    return (
+        "-"
+        if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
+        else str(value)
+    )
 
 
 def task_rows(runs: pd.DataFrame, page: str) -> list[dict[str, str]]:

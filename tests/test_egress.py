@@ -1,0 +1,266 @@
+"""The egress record end to end on Docker: an agent phase behind the recording proxy (Debian's mitmproxy)
+fetches an example project's fix from a Maven repository over HTTPS (a throwaway CA, as the stand-in's),
+the ways agents do, in one script: Python's urllib through the proxy variables, a JVM's HttpClient through
+its JDK's net.properties, the newest version read from maven-metadata.xml, the binary jar instead of the
+sources, odd spellings of the URL. Under `retrieval: flag` every fetch succeeds and exactly the fix's
+files are flagged; under `block` those are refused (403, saying why) and nothing else changes. The
+container's trust in the workspace's CA is gone afterwards, byte for byte, and no change of ours is
+counted as the agent's.
+
+The servers and the proxy talk on an internal network of the test's own (no traffic leaves this host).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kotlin_bench.core import names, retrieval
+from kotlin_bench.core.record import WorkRecord
+from kotlin_bench.engine import containers, egress, network
+from kotlin_bench.engine.engine import Engine, connect
+from kotlin_bench.engine.images import read_sentinel
+from kotlin_bench.runs.tamper import outside_changes
+from kotlin_bench.tools.workspace import Workspace
+from tests.conftest import DOCKER
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
+
+EXAMPLE_TASK = "examples_calc-4"
+HOST = "repo.examples.test"
+FACTS = retrieval.Facts(
+    ("examples:calc",), "1.0.1-SNAPSHOT", "1.1.0", "https://example.invalid/examples/calc"
+)
+M2 = f"https://{HOST}/maven2"
+SERVE = """
+import http.server, ssl, functools
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/srv/repo")
+server = http.server.ThreadingHTTPServer(("0.0.0.0", 443), handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain("/srv/tls/server.crt", "/srv/tls/server.key")
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+"""
+# The agent: every fetch prints `<label> <status> <first bytes of the body>`.
+AGENT = r"""
+import re, sys, urllib.request, urllib.error
+M2 = "https://repo.examples.test/maven2"
+def get(label, url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            body = r.read()
+            print(label, r.status, body[:60])
+            return body
+    except urllib.error.HTTPError as e:
+        print(label, e.code, e.read()[:200])
+    except OSError as e:
+        print(label, "ERR", str(e)[:200])
+    return b""
+get("metadata", M2 + "/examples/calc/maven-metadata.xml")
+newest = re.search(rb"<latest>([^<]+)</latest>", get("metadata2", M2 + "/examples/calc/maven-metadata.xml"))
+get("newest_binary", f"{M2}/examples/calc/{newest[1].decode()}/calc-{newest[1].decode()}.jar")
+get("older", M2 + "/examples/calc/1.0.0/calc-1.0.0-sources.jar")
+get("other_coordinates", M2 + "/junit/junit/4.13.2/junit-4.13.2.jar")
+get("sources", M2 + "/examples/calc/1.1.0/calc-1.1.0-sources.jar")
+get("encoded", M2 + "/examples%2Fcalc%2F1.1.0%2Fcalc-1.1.0-sources.jar")
+get("dots", "https://REPO.examples.test//maven2/./examples/calc/1.1.0/calc-1.1.0.pom")
+get("unlisted_host", "https://elsewhere.test/x")
+"""
+JAVA = """
+import java.net.URI; import java.net.http.*;
+public class Fetch { public static void main(String[] a) throws Exception {
+  var client = HttpClient.newBuilder().proxy(java.net.ProxySelector.getDefault()).build();
+  var r = client.send(HttpRequest.newBuilder(URI.create(a[0])).build(), HttpResponse.BodyHandlers.ofString());
+  System.out.println("jvm " + r.statusCode() + " " + r.body().trim()); } }
+"""
+FLAGGED = ("newest_binary", "sources", "encoded", "dots")
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throwaway CA and a server certificate for repo.examples.test (as the stand-in's test CA)."""
+    d = tmp_path_factory.mktemp("tls")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out",
+             str(d / "ca.crt"), "-days", "2", "-subj", "/CN=egress test CA",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "server.key"), "-out",
+             str(d / "server.csr"), "-subj", f"/CN={HOST}")  # fmt: skip
+    (d / "ext").write_text(f"subjectAltName=DNS:{HOST}\n")
+    _openssl("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.crt"), "-CAkey",
+             str(d / "ca.key"), "-CAcreateserial", "-out", str(d / "server.crt"), "-days", "2",
+             "-extfile", str(d / "ext"))  # fmt: skip
+    return d
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _repository() -> dict[str, bytes]:
+    files = {
+        "srv/repo/maven2/examples/calc/maven-metadata.xml": b"<metadata><versioning><latest>1.1.0</latest>"
+        b"<versions><version>1.0.0</version><version>1.1.0</version></versions></versioning></metadata>",
+        "srv/repo/maven2/junit/junit/4.13.2/junit-4.13.2.jar": b"junit",
+    }
+    for version in ("1.0.0", "1.1.0"):
+        for suffix in ("-sources.jar", ".jar", ".pom"):
+            files[f"srv/repo/maven2/examples/calc/{version}/calc-{version}{suffix}"] = (
+                f"calc {version}".encode()
+            )
+    return files
+
+
+@dataclass
+class Lab:
+    engine: Engine
+    outside: Any
+    image: str
+    tls: Path
+
+
+@pytest.fixture(scope="module")
+def lab(finished_examples: Workspace, tls: Path) -> Iterator[Lab]:
+    engine = connect(DOCKER)
+    image = read_sentinel(finished_examples.root / names.task_sentinel(EXAMPLE_TASK)).id
+    labels = {"kotlin-bench.test": "egress"}
+    outside = network.internal_network(engine, f"kotlin-bench-test-egress-{uuid.uuid4().hex[:8]}", labels)
+    server = engine.client.containers.create(image, ["python3", "-c", SERVE], labels=labels)
+    try:
+        outside.connect(server, aliases=[HOST])
+        engine.client.networks.get(engine.default_network).disconnect(server)
+        files = _repository() | {
+            "srv/tls/server.crt": (tls / "server.crt").read_bytes(),
+            "srv/tls/server.key": (tls / "server.key").read_bytes(),
+        }
+        server.put_archive("/", _tar(files))
+        server.start()
+        ready = server.exec_run(["python3", "-c", "import socket,time\nfor i in range(100):\n try:\n  socket.create_connection(('127.0.0.1',443),1); break\n except OSError: time.sleep(0.1)"])  # fmt: skip
+        assert ready.exit_code == 0
+        network.ensure_proxy_image(engine, recorded=True)
+        yield Lab(engine, outside, image, tls)
+    finally:
+        server.remove(force=True)
+        network._remove_network(engine, outside)
+
+
+def _phase(
+    lab: Lab, container: Any, key: str, block: bool, tmp: Path
+) -> tuple[dict[str, str], list[egress.EgressRequest], tuple[str, ...]]:
+    policy = egress.EgressPolicy(retrieval=egress.Retrieval.BLOCK if block else egress.Retrieval.FLAG)
+    setup = egress.EgressSetup(policy, FACTS, egress.ensure_ca(tmp / "ca"), tmp / f"{block}.jsonl")
+    with network.enter_phase(
+        lab.engine, container, "allowlist", [HOST], key, egress_network=lab.outside.name, recording=setup
+    ) as phase:
+        done = container.exec_run(["python3", "/tmp/agent.py"], environment=phase.env)
+        jvm = container.exec_run(
+            ["java", "/tmp/Fetch.java", f"{M2}/examples/calc/1.1.0/calc-1.1.0-sources.jar"],
+            environment=phase.env,
+        )
+        touched = phase.harness_paths
+    assert done.exit_code == 0 and jvm.exit_code == 0, (done.output, jvm.output)
+    lines = [*done.output.decode().splitlines(), *jvm.output.decode().splitlines()]
+    statuses = {line.split(" ")[0]: line.split(" ", 2)[1:] for line in lines if " " in line}
+    return {k: " ".join(v) for k, v in statuses.items()}, egress.read_egress(setup.record_path), touched
+
+
+def _file(container: Any, path: str) -> bytes:
+    return container.exec_run(["cat", path]).output
+
+
+def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
+    lab: Lab, tmp_path: Path
+) -> None:
+    key = f"egresstest.{uuid.uuid4().hex[:8]}.1"
+    container = containers.start(lab.engine, lab.image, key, {"kotlin-bench.test": "egress"}, 2, 2048, 4096)
+    try:
+        # The task image trusts the repository's CA, as the examples' toolchain trusts the stand-in's.
+        bundle = _file(container, egress.BUNDLE) + (lab.tls / "ca.crt").read_bytes()
+        container.put_archive("/etc/ssl/certs", _tar({"ca-certificates.crt": bundle}))
+        container.put_archive("/tmp", _tar({"agent.py": AGENT.encode(), "Fetch.java": JAVA.encode()}))
+        before = container.diff()
+        jdk_dirs = (
+            container.exec_run(["bash", "-c", "readlink -f /usr/lib/jvm/*/lib/security | sort -u"])
+            .output.decode()
+            .split()
+        )
+
+        seen, requests, touched = _phase(lab, container, key, block=False, tmp=tmp_path)
+        for label in ("metadata", "older", "other_coordinates", *FLAGGED):
+            assert seen[label].startswith("200"), (label, seen)
+        assert seen["jvm"].startswith("200 calc 1.1.0"), seen
+        assert seen["newest_binary"].startswith("200 b'calc 1.1.0"), seen
+        assert seen["unlisted_host"].startswith("ERR") and "403" in seen["unlisted_host"], seen
+        flagged = [r for r in requests if r.retrieval]
+        assert sorted(r.path for r in flagged) == sorted(
+            [
+                "/maven2/examples/calc/1.1.0/calc-1.1.0.jar",
+                "/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar",
+                "/maven2/examples%2Fcalc%2F1.1.0%2Fcalc-1.1.0-sources.jar",
+                "//maven2/./examples/calc/1.1.0/calc-1.1.0.pom",
+                "/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar",  # the JVM's
+            ]
+        ), flagged
+        assert not any(r.blocked for r in requests)
+        refused = [r for r in requests if not r.allowed]
+        assert [(r.host, r.status) for r in refused] == [("elsewhere.test", 403)]
+        assert all(r.bytes > 0 for r in requests if r.allowed and r.status == 200)
+        summary = egress.summarize(requests, egress.Record.URLS)
+        assert (summary.requests, summary.refused, len(summary.retrieval)) == (len(requests), 1, 5)
+        # the work record reads the summary back as it was written
+        record = WorkRecord(EXAMPLE_TASK, "examples/calc", "a", "script", None, 1, egress=summary)
+        record.write(tmp_path / "work.json")
+        assert WorkRecord.read(tmp_path / "work.json").egress == summary
+
+        seen, requests, _ = _phase(lab, container, key, block=True, tmp=tmp_path)
+        for label in ("metadata", "older", "other_coordinates"):
+            assert seen[label].startswith("200"), (label, seen)
+        for label in (*FLAGGED, "jvm"):
+            assert seen[label].startswith("403") and "may contain the task's fix" in seen[label], (
+                label,
+                seen,
+            )
+        blocked = [r for r in requests if r.blocked]
+        assert len(blocked) == 5 and all(r.retrieval and r.status == 403 for r in blocked)
+
+        # Everything the phases changed is back; nothing of ours counts as the agent's change.
+        assert _file(container, egress.BUNDLE) == bundle
+        for directory in jdk_dirs:
+            assert container.exec_run(["test", "-e", f"{directory}/{egress.JSSE}"]).exit_code == 1
+        assert set(touched) >= {egress.BUNDLE, *(f"{d}/{egress.JSSE}" for d in jdk_dirs)}
+        changes = [c for c in container.diff() if c not in before]
+        assert outside_changes(changes, "/home/calc", touched) == [], changes
+        env = container.exec_run(["env"]).output.decode()
+        assert "REQUESTS_CA_BUNDLE" not in env
+    finally:
+        containers.reap(lab.engine.client, key)
+        network.reap_networks(lab.engine, key)
+
+
+def test_no_example_run_is_flagged(finished_examples: Workspace) -> None:
+    """The examples' oracle and nop runs fetch nothing that may hold a fix: no run is flagged."""
+    works = sorted(
+        (finished_examples.root / names.RESULTS).glob(f"runs/*/*/attempt-*/work/{names.WORK_FILE}")
+    )
+    assert works
+    for path in works:
+        work = WorkRecord.read(path)
+        assert not work.flags.get("retrieval"), path
+        assert work.egress is None or work.egress.retrieval == [], path
