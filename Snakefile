@@ -12,6 +12,11 @@ include: "rules/healthcheck.smk"
 
 PROGRESS = []
 
+# each model endpoint's concurrency limit (config model_apis), unless given on the command line
+for api, limit in PLAN.model_apis.items():
+    if f"model_api_{api}" not in workflow.global_resources:
+        workflow.register_resource(f"model_api_{api}", limit)
+
 
 onstart:
     PROGRESS.append(start_progress(PLAN.results(), interval=60))

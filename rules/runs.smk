@@ -16,7 +16,9 @@ rule solve:
         "../environment.yml"
     # sized from the task (kotlin_bench.dag.resources; README "Running on a cluster")
     threads: solve_resource("threads")
+    # and one unit of model_api_<name> for an agent on a limited model endpoint (config model_apis)
     resources:
+        **PLAN.model_api_resources(),
         docker=1,
         mem_mb=solve_resource("mem_mb"),
         runtime=solve_resource("runtime"),

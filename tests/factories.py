@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.core.record import RunResult, Status, Usage
 from kotlin_bench.results.summary import summarize
 
 CATEGORIES_OK = {
@@ -55,7 +55,7 @@ def mixed_results() -> list[RunResult]:
     tasks = ["calc-1", "calc-2", "slug-1", "units-1"]
     results = [make_result(t) for t in tasks]
     results += [
-        make_result("calc-1", "agent", model="m1", agent_result={"n_input_tokens": 1200, "n_output_tokens": 300, "cost_usd": 0.042}),
+        make_result("calc-1", "agent", model="m1", usage=Usage(input_tokens=1200, output_tokens=300, cost_usd=0.042)),
         make_result(
             "calc-2", "agent", status="unresolved", model="m1", reason="f2p_failed",
             reason_detail="expected_missing: f2p 1 of 2",

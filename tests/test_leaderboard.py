@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kotlin_bench.core.record import RunResult
+from kotlin_bench.core.record import RunResult, Usage
 from kotlin_bench.dataset import leaderboard
 from kotlin_bench.dataset.leaderboard import LeaderboardError, find_row, load_rows, parse_latency, task_set
 from kotlin_bench.results.reproduce.agent import reproduce_agent
@@ -281,8 +281,8 @@ def test_an_incomplete_attempt_makes_the_mean_not_comparable(tmp_path: Path) -> 
 
 
 def test_tokens_and_time_beside_the_row(tmp_path: Path) -> None:
-    usage = {"n_input_tokens": 100_000, "n_cache_tokens": 80_000, "n_output_tokens": 4_000, "cost_usd": 0.25}
-    results = runs(88, agent_result=usage, started_at="2026-12-01T10:00:00+00:00")
+    usage = Usage(input_tokens=100_000, cache_tokens=80_000, output_tokens=4_000, cost_usd=0.25)
+    results = runs(88, usage=usage, started_at="2026-12-01T10:00:00+00:00")
     results[-1].started_at = "2026-12-01T12:00:00+00:00"  # the last run starts 2 h later, takes 12 s
     _, comparison = judge(tmp_path, results)
     usage_lines = comparison[comparison["part"] == "usage"].set_index("measure")

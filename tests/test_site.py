@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kotlin_bench.core import names
+from kotlin_bench.core.record import RunResult
 from kotlin_bench.results.compare import all_pairs
 from kotlin_bench.results.site.build import SiteInputs, build_site
 from kotlin_bench.results.stats import rates, rates_by_repository
@@ -96,9 +97,14 @@ def test_a_harbor_trajectory_is_shown(site: Path) -> None:
         },
     ]
     (trial / "agent/trajectory.json").write_text(json.dumps({"schema_version": "ATIF-v1.6", "steps": steps}))
+    result_path = site / names.verify_result("agent", "calc-1", 1)
+    result = RunResult.read(result_path)
+    # as the Harbor kind names it
+    result.usage.trajectory = "harbor/jobs/job/calc-1__abc/agent/trajectory.json"
+    result.write(result_path)
     build(site)
     page = (site / names.site_run_page("agent", "calc-1", 1)).read_text()
-    assert "Harbor trajectory" in page and "Fix the parser" in page
+    assert "Trajectory" in page and "Fix the parser" in page
     assert "bash({&#34;command&#34;: &#34;ls src&#34;})" in page and "Parser.kt" in page
     assert (
         'href="../../../../runs/agent/calc-1/attempt-1/work/harbor/jobs/job/calc-1__abc/agent/trajectory.json"'

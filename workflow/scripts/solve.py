@@ -5,13 +5,18 @@ work record with status error, which the run's verify step turns into an error r
 SIGTERM (Snakemake or a CI runner stopping the job) ends the job like Ctrl-C does: the phase container's
 exit removes the run's containers, and no record is written. Too little free disk space (see
 kotlin_bench.engine.disk) refuses the job before anything starts, on every try, and is never recorded.
+A model outage the harness saw (kotlin_bench.runs.model_api) waits the agent's `outage_backoff_sec` (doubled each try)
+before the job fails into its retry.
 """
 
 from pathlib import Path
 
+from kotlin_bench.core import names
 from kotlin_bench.dag.smk import (
     Tries,
+    backoff_after_outage,
     check_disk,
+    configured_budget,
     configured_egress,
     configured_engine,
     logged,
@@ -24,11 +29,12 @@ from kotlin_bench.engine.disk import Job
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.handoff import Limits
+from kotlin_bench.runs.model_api import over_budget
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    agent = Agent(**sm.params.agent)
+    agent = Agent.from_params(sm.params.agent)
     check_disk(sm, Job.RUN, uses_engine=kind_of(agent).needs_image)
     attempt = int(sm.wildcards.attempt)
     work_dir = Path(sm.output[0]).parent
@@ -41,17 +47,27 @@ with logged(sm.log[0]):
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
     else:
         tries = Tries.of_job(sm)
-        try:
-            image = task_image(sm.config, task) if kind_of(agent).needs_image else None
-            limits = Limits.from_config(sm.params.capture)
-            engine = configured_engine(sm.config)
-            policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
-            work = runner.solve_step(
-                task, agent, attempt, work_dir, image, limits, workflow_root(sm), engine, policy, facts
-            )
-        except Exception as exc:
-            if not tries.failed(exc):
-                raise
-            work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        root = workflow_root(sm)
+        why = over_budget(configured_budget(sm.config, agent.name), agent.name, work_dir.parents[2], work_dir)
+        if why is not None:  # the agent's budget is spent: the run is listed as not run, never started
+            print(why)
+            work = runner.record_not_run(task, agent, attempt, work_dir, why)
+        else:
+            try:
+                image = task_image(sm.config, task) if kind_of(agent).needs_image else None
+                limits = Limits.from_config(sm.params.capture)
+                engine = configured_engine(sm.config)
+                policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
+                work = runner.solve_step(
+                    task, agent, attempt, work_dir, image, limits, root, engine, policy, facts
+                )
+            except Exception as exc:
+                if not tries.failed(exc):
+                    backoff_after_outage(sm.config, agent.name, exc, tries.number)
+                    raise
+                work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+        if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
+            work.solve_tries, work.tries = tries.number, work.tries or tries.history()
+            work.write(work_dir / names.WORK_FILE)
         what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")
         print(f"{task.id} {agent.name} attempt {attempt}: solved, {work.status}: {what}")

@@ -208,6 +208,8 @@ AGENT_LOG = "agent.log"
 CAPTURE_LOG = "capture.log"  # git's messages while the agent's work was captured
 PROXY_LOG = "proxy.log"
 EGRESS_RECORD = "egress.jsonl"  # every request of the agent phase through the recording proxy (engine.egress)
+AGENT_USAGE = "usage.json"  # a script agent's own usage, copied out of its container
+AGENT_TRAJECTORY = "trajectory.json"  # a script agent's own trajectory (ATIF), copied out of its container
 HARBOR_DIR = "harbor"  # a Harbor trial's staged task, jobs directory and log
 # Files of a run directory (besides result.json and work/): the verification.
 VERIFIER_LOG = "verifier.log"

@@ -39,6 +39,35 @@ class RecordError(ValueError):
     """A result.json that cannot be read as a run record; the message names the file."""
 
 
+# --------------------------------------------------------------------------- the agent's usage
+
+
+@dataclass
+class Usage:
+    """What an agent's model calls cost, for every kind (None: not reported): tokens read (`input_tokens`,
+    cache reads included), of those read from a prompt cache (`cache_tokens`), written (`output_tokens`),
+    dollars (`cost_usd`), the number of model calls, and the agent's trajectory (ATIF JSON) relative to
+    the run's work directory. Each kind fills it from its own sources (Harbor's trial result, a script's
+    `$KOTLIN_BENCH_USAGE` file); the summary and the site read only this."""
+
+    input_tokens: int | None = None
+    cache_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model_calls: int | None = None
+    trajectory: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        if not isinstance(data, dict):
+            return cls()
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def reported(self) -> bool:
+        return any(v is not None for v in (self.input_tokens, self.output_tokens, self.cost_usd))
+
+
 # --------------------------------------------------------------------------- the record
 
 
@@ -67,8 +96,10 @@ class RunResult:
     task_digest: str | None = None
     verifier_digest: str | None = None
     verifier: dict[str, Any] = field(default_factory=dict)
-    agent_result: dict[str, Any] = field(default_factory=dict)
+    agent_result: dict[str, Any] = field(default_factory=dict)  # a Harbor trial's own `agent_result`
+    usage: Usage = field(default_factory=Usage)
     tries: list[str] = field(default_factory=list)
+    solve_tries: int = 1  # how many times the solve step ran the agent (a model outage or a harness failure)
     changed_files: list[str] = field(default_factory=list)
     flags: dict[str, list[str]] = field(default_factory=dict)
     trial_result: str | None = None
@@ -119,6 +150,7 @@ class RunResult:
         values = {k: v for k, v in data.items() if k in known}
         values.setdefault("repository", "")
         values.setdefault("model", None)
+        values["usage"] = Usage.from_dict(values.get("usage"))
         return cls(**(values | {"status": status}))
 
     @classmethod
@@ -223,7 +255,11 @@ class WorkRecord:
         default_factory=dict
     )  # the agent phase's engine, and what it did not limit
     timings: dict[str, float] = field(default_factory=dict)
-    agent_result: dict[str, Any] = field(default_factory=dict)
+    agent_result: dict[str, Any] = field(default_factory=dict)  # a Harbor trial's own `agent_result`
+    usage: Usage = field(default_factory=Usage)
+    solve_tries: int = 1
+    # a model outage the agent claimed (a script's outage file) and whether the harness saw it
+    model_outage: dict[str, Any] | None = None
     capture: dict[str, Any] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)
     flags: dict[str, list[str]] = field(default_factory=dict)
@@ -262,6 +298,7 @@ class WorkRecord:
         values = {k: v for k, v in data.items() if k in known}
         values.setdefault("repository", "")
         values.setdefault("model", None)
+        values["usage"] = Usage.from_dict(values.get("usage"))
         try:
             patch = PatchKind(values.pop("patch", PatchKind.CAPTURED))
         except ValueError:

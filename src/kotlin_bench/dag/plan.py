@@ -84,6 +84,8 @@ class Plan:
     sizing: Sizing = field(default_factory=Sizing)
     base_build_timeout_sec: float = BASE_BUILD_TIMEOUT_SEC
     keep: Keep = Keep.ALL  # which images stay (config images.keep)
+    model_apis: dict[str, int] = field(default_factory=dict)  # config model_apis: endpoint -> concurrency
+    model_api_of: dict[str, str] = field(default_factory=dict)  # agent -> its endpoint (config model_api)
     # what the per-job functions computed, by (function, task, agent): see the module's docstring
     _memo: dict[tuple[str, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -150,11 +152,21 @@ class Plan:
             Sizing.from_config(config.get("resources")),
             config.get("base_build_timeout_sec", BASE_BUILD_TIMEOUT_SEC),
             Keep((config.get("images") or {}).get("keep", Keep.ALL)),
+            {str(k): int(v) for k, v in (config.get("model_apis") or {}).items()},
+            {str(a["name"]): str(a["model_api"]) for a in config["agents"] if a.get("model_api")},
         )
 
     def task_dir(self, task_id: str) -> str:
         """The task's directory relative to the workflow root (a stable rule parameter)."""
         return self._once(("task_dir", task_id), lambda: str(self.tasks[task_id].path.relative_to(self.root)))
+
+    def model_api_resources(self) -> dict[str, Callable[..., int]]:
+        """The solve rule's `model_api_<name>` resources: one unit for a job of an agent on that endpoint
+        (its limit is the config's `model_apis: {<name>: N}`, registered as a global resource)."""
+        return {
+            f"model_api_{api}": lambda wildcards, api=api: int(self.model_api_of.get(wildcards.agent) == api)
+            for api in sorted({*self.model_apis, *self.model_api_of.values()})
+        }
 
     def agent(self, name: str) -> Agent:
         """A configured agent, or one of the health check's (`oracle`, `nop`) when not configured."""
@@ -166,7 +178,7 @@ class Plan:
 
     def agent_config(self, name: str) -> dict[str, Any]:
         """The agent's configuration (a rule parameter; one dict per agent, shared by its jobs: not changed)."""
-        return self._once(("agent_config", name), lambda: asdict(self.agent(name)))
+        return self._once(("agent_config", name), lambda: self.agent(name).params())
 
     def prediction_digest(self, agent: str, task_id: str) -> str | None:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
 from kotlin_bench.engine.retention import ensure_task_image
+from kotlin_bench.runs.model_api import ModelOutage, backoff_sec
 
 
 @contextlib.contextmanager
@@ -65,6 +67,15 @@ def configured_retries(config: dict[str, Any]) -> int:
     the config, not from a rule parameter: how often a failed job is retried changes no finished result,
     so changing it must rerun nothing."""
     return int(config.get("retries", 1))
+
+
+def configured_budget(config: dict[str, Any], agent: str) -> float | None:
+    """The agent's `budget_usd` (None: no budget). Scripts read it from the config, not from a rule
+    parameter: a budget changes which runs start, not the result of one that ran."""
+    for entry in config.get("agents") or []:
+        if isinstance(entry, dict) and entry.get("name") == agent and entry.get("budget_usd") is not None:
+            return float(entry["budget_usd"])
+    return None
 
 
 def configured_registry(config: dict[str, Any]) -> Registry | None:
@@ -128,6 +139,24 @@ def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
     check_job(
         job_label(script), job, configured_disk(config), writes, uses_engine, engine=configured_engine(config)
     )
+
+
+def backoff_after_outage(config: dict[str, Any], agent: str, exc: BaseException, try_number: int) -> None:
+    """Before a try that follows a model outage (`ModelOutage`): wait the agent's `outage_backoff_sec`
+    (config; 60 s by default), doubled on each further try, so that a provider's rate limit has time to
+    lift. Read from the config, not a rule parameter: how long a retry waits changes no result."""
+    if isinstance(exc, ModelOutage):
+        base = next(
+            (
+                float(a.get("outage_backoff_sec", 60))
+                for a in config.get("agents") or []
+                if a.get("name") == agent
+            ),
+            60.0,
+        )
+        wait = backoff_sec(base, try_number)
+        print(f"kotlin-bench: the model API failed; the next try starts in {wait:.0f}s", flush=True)
+        time.sleep(wait)
 
 
 ENGINE_GRACE_SEC = 120.0  # how long a retry waits for an engine that restarts

@@ -39,6 +39,8 @@ SUMMARY_SCHEMA: dict[str, str] = {
     "cache_tokens": "Int64",
     "output_tokens": "Int64",
     "cost_usd": "float64",
+    "model_calls": "Int64",
+    "solve_tries": "Int64",
     "agent_timed_out": "boolean",
     "retrieval": "boolean",
     "egress_requests": "Int64",
@@ -99,7 +101,7 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
     """Flatten one run record (its verdict, repeat 1) and its repeated verifications into a summary row:
     a function of those result.json files alone."""
     timings = result.timings
-    usage = result.agent_result
+    usage = result.usage
     record = result.to_dict()
     row = {col: record.get(col) for col in SUMMARY_COLUMNS}
     row.update(_category_counts(result.verifier))
@@ -107,10 +109,12 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
     if row["total_sec"] is None and timings:  # Harbor's trials time their phases only
         row["total_sec"] = round(sum(float(v) for v in timings.values() if v is not None), 2)
     row.update(
-        input_tokens=usage.get("n_input_tokens"),
-        cache_tokens=usage.get("n_cache_tokens"),
-        output_tokens=usage.get("n_output_tokens"),
-        cost_usd=usage.get("cost_usd"),
+        input_tokens=usage.input_tokens,
+        cache_tokens=usage.cache_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        model_calls=usage.model_calls,
+        solve_tries=result.solve_tries,
         fresh_reward=(result.fresh_verdict or {}).get("reward"),
         verdicts_disagree=bool(result.flags.get("verdicts")) if result.fresh_verdict else None,
     )

@@ -199,6 +199,17 @@ def record_invalid_task(
     return work
 
 
+def record_not_run(task: Task, agent: Agent, attempt: int, work_dir: Path, why: str) -> WorkRecord:
+    """A run its agent's `budget_usd` did not allow to start: a work record with status error and outcome
+    `not_run` saying why; its verify step records it as an error result (not a failure of the agent)."""
+    clear(work_dir)
+    work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
+    work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.NOT_RUN, why
+    work.code = running_code()
+    work.write(work_dir / names.WORK_FILE)
+    return work
+
+
 def record_unverifiable(work_path: Path, verify_dir: Path, repeat: int, error: Exception) -> RunResult:
     """A verify step whose task directory is unusable: an error result (reason `task_invalid`)."""
     clear_verification(verify_dir)

@@ -13,6 +13,11 @@ with a work record (`kotlin_bench.core.record.WorkRecord`) in the run's work dir
    infrastructure, is flagged (`kotlin_bench.runs.tamper`); the container is removed;
 3. `work/work.json`, written last.
 
+Around a model-driven agent (`kotlin_bench.runs.model_api`): the agent's `env:` reaches the phase from the
+host's environment and its values are redacted from every file of the work directory; an allowlist phase
+lets the agent's model hosts through its proxy; the agent's usage is the record's `usage`; a model outage
+the harness saw raises `ModelOutage` (retried, never scored).
+
 An unresolvable outcome of the agent (an empty prediction, a capture that failed because of what the
 agent did) is part of the record (`outcome`), for the verify step to score. A failure of the harness or
 the engine raises: the step has no record.
@@ -23,19 +28,20 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
-from kotlin_bench.core.record import EgressSummary, WorkRecord
+from kotlin_bench.core.record import EgressSummary, Usage, WorkRecord
 from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.engine import containers, egress
 from kotlin_bench.engine.images import workdir_label
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
+from kotlin_bench.runs.model_api import ModelOutage, confirm_outage, redact
 from kotlin_bench.runs.tamper import changed_paths, flag_changes, outside_changes
 from kotlin_bench.scoring.reasons import Reason
 
@@ -100,6 +106,8 @@ class Outcome:
     message: str | None = None
     model: str | None = None
     prediction: handoff.PatchApplied | None = None
+    usage: Usage = field(default_factory=Usage)
+    outage_claim: str | None = None  # what the agent said of its model API's failure (a script's file)
 
 
 NOTHING = containers.ExecResult(exit_code=0, timed_out=False, seconds=0.0)
@@ -124,12 +132,16 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: ctx.agent.name}
     diff = work_dir / names.AGENT_DIFF
     limits = Limits.of(task, ctx.engine.settings)
+    phase, hosts = task.agent, ctx.agent.all_model_hosts()
+    if phase.network_mode == "allowlist" and hosts:
+        phase = replace(phase, allowed_hosts=(*phase.allowed_hosts, *hosts))
+    passed = ctx.agent.passed_env()
     with PhaseContainer(
-        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits, phase=task.agent
+        ctx.engine, ctx.image_id, ctx.key, labels | {names.LABEL_PHASE: "agent"}, limits, phase=phase
     ) as box:
         recording = ctx.recording()
-        with box.network(task.agent, log_path=work_dir / names.PROXY_LOG, recording=recording) as net:
-            outcome = act(box.container, work_dir / names.AGENT_LOG, net.env)
+        with box.network(phase, log_path=work_dir / names.PROXY_LOG, recording=recording) as net:
+            outcome = act(box.container, work_dir / names.AGENT_LOG, {**net.env, **passed})
             record.agent_process_limit = _settle(box, outcome, work_dir / names.AGENT_LOG)
             touched, recorded, proxied = net.harness_paths, net.egress is not None, net.proxy is not None
         capture = handoff.capture(
@@ -146,7 +158,14 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
         record.egress = egress.summarize(egress.read_egress(recording.record_path), ctx.egress.record)
     elif proxied:
         record.egress = EgressSummary(str(egress.Record.HOSTS))
+    redact(work_dir, passed.values())
     record.model = outcome.model or record.model
+    record.usage = outcome.usage
+    if outcome.outage_claim is not None:
+        seen = confirm_outage(outcome.outage_claim, work_dir / names.EGRESS_RECORD, hosts)
+        if seen is not None:
+            raise ModelOutage(seen)
+        record.model_outage = {"claim": outcome.outage_claim[:600], "confirmed": False}
     record.agent_exit_code = outcome.exec.exit_code
     record.agent_timed_out = outcome.exec.timed_out
     record.engine = ctx.engine.describe()

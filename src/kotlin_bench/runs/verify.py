@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +103,7 @@ def result_of(work: WorkRecord, task: Task) -> RunResult:
     result.timings = dict(work.timings)
     result.agent_timed_out = work.agent_timed_out
     result.agent_result = dict(work.agent_result)
+    result.usage, result.solve_tries = replace(work.usage), work.solve_tries
     result.changed_files = list(work.changed_files)
     result.flags = {k: list(v) for k, v in work.flags.items()}
     result.egress = asdict(work.egress) if work.egress is not None else None

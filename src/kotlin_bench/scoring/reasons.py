@@ -43,6 +43,7 @@ class Reason(StrEnum):
     F2P_FAILED = "f2p_failed"
     EXPECTED_MISSING = "expected_missing"
     INFRASTRUCTURE = "infrastructure"
+    NOT_RUN = "not_run"
     OTHER = "other"
 
     @property
@@ -71,6 +72,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.F2P_FAILED: "an expected fail-to-pass test did not pass",
     Reason.EXPECTED_MISSING: "every f2p test passed, but an expected p2p/s2p/n2p test did not pass or did not run",
     Reason.INFRASTRUCTURE: "status error: the harness or the engine failed on every retry (see reason_detail, error)",
+    Reason.NOT_RUN: "status error: the run was not started because its agent's finished runs had cost its budget_usd (see error); not the agent's score",
     Reason.OTHER: "unresolved for a reason this vocabulary does not know (see reason_detail)",
 }
 

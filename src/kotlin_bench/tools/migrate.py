@@ -25,6 +25,7 @@ from kotlin_bench.core.record import (
     WorkStatus,
     legacy_runs,
 )
+from kotlin_bench.runs.agents.harbor import usage_of
 from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reasons
 
 # 0.2 reasons that ended a run before verification: they are the work's outcome now
@@ -47,6 +48,7 @@ def work_of(result: RunResult, run_dir: Path) -> WorkRecord:
     work.agent_timed_out = result.agent_timed_out
     work.timings = {k: v for k, v in result.timings.items() if k in ("agent_sec", "capture_sec")}
     work.agent_result, work.capture = dict(result.agent_result), dict(result.capture)
+    work.usage = usage_of(result.agent_result)  # only Harbor wrote agent_result then
     work.changed_files = list(result.changed_files)
     work.flags = {k: v for k, v in result.flags.items() if k != "verifier"}
     work.trial_result = result.trial_result

@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from kotlin_bench.engine.egress import EgressRequest, read_egress
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.core.record import RunResult, Status, Usage
+from kotlin_bench.engine.egress import EgressRequest, read_egress
 from kotlin_bench.results.compare import Comparison, interval, p_text, points
 from kotlin_bench.results.report import WILSON_HEADER, display_rates, duration, money, reason_text, tokens
 from kotlin_bench.scoring.expected import CATEGORIES
@@ -122,7 +122,7 @@ def _step_text(value: Any) -> str:
 
 
 def trajectory_steps(path: Path) -> list[dict[str, str]]:
-    """Harbor's trajectory (ATIF `trajectory.json`) as short steps: who, the message, tool calls, results."""
+    """An agent's trajectory (ATIF `trajectory.json`, Harbor's or a script's) as short steps: who, the message, tool calls, results."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -206,17 +206,21 @@ class RunPage:
         return reason_text(self.result.reason) if self.result.reason else None
 
 
-def usage_rows(agent_result: dict[str, Any]) -> list[tuple[str, str]]:
+def usage_rows(usage: Usage, solve_tries: int = 1) -> list[tuple[str, str]]:
+    """The agent's usage (`kotlin_bench.core.record.Usage`, any kind), as the run page shows it."""
     rows = []
-    for key, label in (
-        ("n_input_tokens", "input tokens"),
-        ("n_cache_tokens", "cache tokens"),
-        ("n_output_tokens", "output tokens"),
+    for value, label in (
+        (usage.input_tokens, "input tokens"),
+        (usage.cache_tokens, "cache tokens"),
+        (usage.output_tokens, "output tokens"),
+        (usage.model_calls, "model calls"),
     ):
-        if agent_result.get(key) is not None:
-            rows.append((label, f"{int(agent_result[key]):,}"))
-    if agent_result.get("cost_usd") is not None:
-        rows.append(("cost", money(float(agent_result["cost_usd"]))))
+        if value is not None:
+            rows.append((label, f"{int(value):,}"))
+    if usage.cost_usd is not None:
+        rows.append(("cost", money(float(usage.cost_usd))))
+    if solve_tries > 1:
+        rows.append(("solve tries", str(solve_tries)))
     return rows
 
 
@@ -226,9 +230,8 @@ def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
     page = names.site_run_page(result.agent, result.task, result.attempt)
     run_dir = (root / result_path).parent
     work = run_dir / names.WORK_DIR
-    data = RunPage(
-        result, page, categories=categories(result.verifier), usage=usage_rows(result.agent_result)
-    )
+    usage = usage_rows(result.usage, result.solve_tries)
+    data = RunPage(result, page, categories=categories(result.verifier), usage=usage)
     data.links = {
         "task": href(names.site_task_page(result.task), page),
         "index": href(names.SITE_INDEX, page),
@@ -250,7 +253,12 @@ def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
         requests = read_egress(record)
         data.egress, data.egress_total = requests[:EGRESS_ROWS], len(requests)
         data.links[names.EGRESS_RECORD] = href(record.relative_to(root), page)
-    for trajectory in sorted((work / names.HARBOR_DIR).glob("jobs/*/*/agent/trajectory.json"))[:1]:
+    trajectory = work / result.usage.trajectory if result.usage.trajectory else None
+    if (
+        trajectory is not None
+        and trajectory.resolve().is_relative_to(work.resolve())
+        and trajectory.is_file()
+    ):
         data.trajectory = trajectory_steps(trajectory)
         data.links["trajectory.json"] = href(trajectory.relative_to(root), page)
     if result.trial_result and (work / result.trial_result).is_file():

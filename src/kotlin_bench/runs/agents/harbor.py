@@ -26,11 +26,13 @@ import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import file_sha256
-from kotlin_bench.core.record import Status, WorkRecord
+from kotlin_bench.core.record import Status, Usage, WorkRecord
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents.base import AgentKind
+from kotlin_bench.runs.agents.config import Agent
 from kotlin_bench.runs.budget import solve_budget_sec
+from kotlin_bench.runs.model_api import ModelOutage, redact
 from kotlin_bench.runs.solve import SolveContext, clear
 from kotlin_bench.runs.tamper import changed_paths, flag_changes
 from kotlin_bench.scoring.reasons import classify, detail_of, raw_reasons
@@ -142,6 +144,31 @@ def _seconds(timing: dict[str, Any] | None) -> float | None:
 
 
 USAGE_FIELDS = ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")
+# Harbor's exception types (litellm's, through its agents) that say the model's API failed: a run that
+# ended with one is an error of the infrastructure (retried), never the agent's score.
+MODEL_OUTAGES = (
+    "RateLimitError",
+    "APIConnectionError",
+    "APIError",
+    "ApiError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+    "Timeout",
+    "APITimeoutError",
+    "OutageError",
+)
+
+
+def usage_of(agent_result: dict[str, Any], trajectory: str | None = None) -> Usage:
+    """Harbor's `agent_result` as the typed usage every kind reports."""
+    return Usage(
+        input_tokens=agent_result.get("n_input_tokens"),
+        cache_tokens=agent_result.get("n_cache_tokens"),
+        output_tokens=agent_result.get("n_output_tokens"),
+        cost_usd=agent_result.get("cost_usd"),
+        trajectory=trajectory,
+    )
 
 
 @dataclass
@@ -156,6 +183,7 @@ class TrialOutcome:
     agent_result: dict[str, Any] = field(default_factory=dict)
     verifier: dict[str, Any] = field(default_factory=dict)
     trial_result: str | None = None
+    trajectory: str | None = None  # the agent's ATIF trajectory.json, relative to the work directory
 
     def apply_to(self, record: WorkRecord) -> None:
         """Harbor's verdict into the work record (`harbor`), with its timings and the agent's usage."""
@@ -171,6 +199,7 @@ class TrialOutcome:
         }
         record.timings.update(self.timings)
         record.agent_result = dict(self.agent_result)
+        record.usage = usage_of(self.agent_result, self.trajectory)
         record.trial_result = self.trial_result
         record.agent_timed_out = self.reason == "agent_timeout"
 
@@ -192,7 +221,11 @@ def map_trial(trial: dict[str, Any]) -> TrialOutcome:
     reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
     exception = trial.get("exception_info") or {}
     kind = exception.get("exception_type")
-    if reward is not None and not reward_is_valid(trial):
+    if kind in MODEL_OUTAGES:  # the model's API failed the agent: whatever was graded is not its outcome
+        reward = None
+        exception = {**exception, "exception_message": f"the model API failed ({kind}): "
+                     + str(exception.get("exception_message") or "")}  # fmt: skip
+    elif reward is not None and not reward_is_valid(trial):
         reward = None
         exception = {
             **exception,
@@ -227,22 +260,7 @@ def map_trial(trial: dict[str, Any]) -> TrialOutcome:
 
 def redact_secrets(directory: Path, environ: dict[str, str]) -> int:
     """Replace secret-looking environment values in every text file under `directory`; count files changed."""
-    secrets = sorted(
-        {v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True
-    )
-    changed = 0
-    for path in (p for p in directory.rglob("*") if p.is_file()):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        redacted = text
-        for secret in secrets:
-            redacted = redacted.replace(secret, "[redacted]")
-        if redacted != text:
-            path.write_text(redacted, encoding="utf-8")
-            changed += 1
-    return changed
+    return redact(directory, [v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 8])
 
 
 def run_trial(
@@ -295,6 +313,9 @@ def run_trial(
         if outcome.status is Status.UNRESOLVED and outcome.reason == "unresolved":
             outcome.reason = None  # the verifier report's reasons say why
     outcome.trial_result = str(trial_path.relative_to(work_dir))
+    trajectory = trial_path.parent / "agent" / "trajectory.json"
+    if trajectory.is_file():
+        outcome.trajectory = str(trajectory.relative_to(work_dir))
     return outcome
 
 
@@ -323,12 +344,15 @@ class Harbor(AgentKind):
             agent.model,
             ctx.work_dir,
             ctx.root,
-            dict(agent.kwargs),
+            model_kwargs(agent),
             agent.isolate_network,
             ctx.limits,
             ctx.image_name,
             ctx.engine.cli_env(),
         )
+        redact(ctx.work_dir, agent.passed_env().values())
+        if trial.status is Status.ERROR and trial.reason in MODEL_OUTAGES:
+            raise ModelOutage(f"harbor trial: {trial.reason}: {trial.error}")
         if trial.status is Status.ERROR:
             raise HarborError(f"harbor trial failed: {trial.reason}: {trial.error}")
         trial.apply_to(record)
@@ -336,6 +360,18 @@ class Harbor(AgentKind):
             _take_the_capture(ctx, record, ctx.work_dir / Path(trial.trial_result).parent)
         record.write(ctx.work_dir / names.WORK_FILE)
         return record
+
+
+def model_kwargs(agent: Agent) -> dict[str, str]:
+    """The agent's Harbor options, with `base_url` as `api_base` and `price` as LiteLLM's `model_info`
+    (for terminus-2 and other LiteLLM agents; options written in `kwargs:` win)."""
+    found = dict(agent.kwargs)
+    if agent.base_url:
+        found.setdefault("api_base", agent.base_url)
+    if agent.price:
+        info = {"max_input_tokens": 128000, "max_output_tokens": 8192, **dict(agent.price)}
+        found.setdefault("model_info", json.dumps(info | {"litellm_provider": "openai", "mode": "chat"}))
+    return found
 
 
 def _take_the_capture(ctx: SolveContext, record: WorkRecord, trial_dir: Path) -> None:

@@ -21,6 +21,8 @@ Subcommands:
   ``config/leaderboard/``, ``--check`` lists drift).
 - ``errors``: the runs recorded as errors (``--delete`` lets the next ``snakemake`` redo them).
 - ``compare``: the paired comparison of two agents of a finished ``summary.csv``.
+- ``model-server``: a stand-in OpenAI-compatible model server playing scripted conversations, with faults
+  on demand (``kotlin_bench.tools.model_server``; tests and the examples' model-driven agents).
 - ``egress classify --task <id> <url>...``: whether a URL would fetch the task's fix (the egress record's
   retrieval rule, ``kotlin_bench.core.retrieval``): ``retrieval`` or ``ok`` with the reason.
 - ``clean``: what this workspace left on the container engine (containers, proxies, networks, images,
@@ -42,7 +44,7 @@ from pathlib import Path
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
-from kotlin_bench.tools import add_task
+from kotlin_bench.tools import add_task, model_server
 from kotlin_bench.tools.cli import clean, dataset, egress, results
 from kotlin_bench.tools.cli.text import err
 from kotlin_bench.tools.root import OUTSIDE, resolve
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     clean.register(sub)
     egress.register(sub)
     add_task.register(sub)
+    model_server.register(sub)
     return parser
 
 

@@ -308,7 +308,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
             state = "built" if image_state(task.id, str(results)) is ImageState.PRESENT else "released"
         image = names.built_task_image(task.image, args.root)
         out(f"  {step:3d}. {image:50s} {state:9s} FROM {task.base_image}  ({task.id})")
+    plan_runs(config, [t.id for t in tasks], results)
     return 0
+
+
+def plan_runs(config: dict[str, Any], tasks: list[str], results: Path) -> None:
+    """Per configured agent: the runs to do and what they are expected to cost (from its finished runs)."""
+    from kotlin_bench.results.estimate import estimate
+
+    agents = [a for a in config.get("agents") or [] if isinstance(a, dict) and a.get("name")]
+    if not agents:
+        return
+    out("runs (per agent; expected tokens and dollars from the runs it finished here):")
+    for agent in agents:
+        out(estimate(results, agent, tasks, int(config.get("attempts") or 1)).line())
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
