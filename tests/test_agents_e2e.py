@@ -192,7 +192,8 @@ def test_bad_predictions_score_zero_with_the_right_reason(results: pd.DataFrame)
     assert bad.loc["examples_calc-4", "reason"] == "empty_patch"
     assert bad.loc["examples_semver-6", "reason"] == "patch_not_applied"
     assert bad.loc["examples_slug-8", "reason"] == "patch_not_applied"
-    assert bad.loc["examples_units-12", "reason"] == "empty_patch"
+    assert bad.loc["examples_units-12", "reason"] == "no_prediction"  # no line at all: still a run of `bad`
+    assert set(bad["model"]) == {"bad"}
 
 
 def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFrame) -> None:

@@ -29,7 +29,8 @@ def percent(value: float) -> str:
 
 
 def agent_label(agent: str, model: Any) -> str:
-    return f"{agent} ({model})" if isinstance(model, str) and model else agent
+    """`agent (model)`, or the agent's name alone when it has no model or is named after it."""
+    return f"{agent} ({model})" if isinstance(model, str) and model and model != agent else agent
 
 
 def plural(n: int, word: str) -> str:

@@ -520,5 +520,5 @@ def missing_predictions(agent: Agent, predictions: dict[str, Prediction], tasks:
     shown = ", ".join(lacking[:10]) + (f", ... (+{len(lacking) - 10})" if len(lacking) > 10 else "")
     return (
         f"kotlin-bench: warning: agent {agent.name}: {len(lacking)} selected task(s) have no prediction in "
-        f"{agent.predictions} and will score 0 (empty_patch): {shown}; add them, or leave them out with `exclude:`"
+        f"{agent.predictions} and will score 0 (no_prediction): {shown}; add them, or leave them out with `exclude:`"
     )

@@ -23,6 +23,7 @@ class Reason(StrEnum):
     """Why a run was not resolved: the stable vocabulary of summary.csv, in order of precedence (the first
     that applies names the row)."""
 
+    NO_PREDICTION = "no_prediction"
     EMPTY_PATCH = "empty_patch"
     PATCH_NOT_APPLIED = "patch_not_applied"
     PROCESS_LIMIT = "process_limit"
@@ -51,6 +52,7 @@ class Reason(StrEnum):
 
 
 REASON_TEXT: dict[Reason, str] = {
+    Reason.NO_PREDICTION: "the predictions file has no line for this task: a run of that agent, scored 0; the verifier was skipped",
     Reason.EMPTY_PATCH: "the agent (or its prediction) changed nothing; the verifier was skipped",
     Reason.PATCH_NOT_APPLIED: "the predicted patch did not apply to the repository; the verifier was skipped",
     Reason.PROCESS_LIMIT: "the agent's processes hit the container's process limit (engine.pids_limit), in the agent phase or in the verifier's tests: a fork bomb or a runaway process count",
@@ -92,6 +94,7 @@ RAW_CODES: dict[str, Reason] = {
 # Reasons the runner records for the whole run: they win over the verifier report's reasons.
 RUN_LEVEL = frozenset(
     {
+        Reason.NO_PREDICTION,
         Reason.EMPTY_PATCH,
         Reason.PATCH_NOT_APPLIED,
         Reason.PROCESS_LIMIT,
