@@ -92,5 +92,9 @@ def partial_predictions_results(tasks: int = 5, covered: int = 2) -> list[RunRes
         else:
             status = "resolved" if i == 0 else "unresolved"
             reason = None if i == 0 else "patch_not_applied"
-            results.append(make_result(task, "my-model", status=status, kind="predictions", model="my-model", reason=reason))
+            results.append(
+                make_result(
+                    task, "my-model", status=status, kind="predictions", model="my-model", reason=reason
+                )
+            )
     return results

@@ -437,6 +437,28 @@ def test_wrong_answers_exit_non_zero(workflow: Path, tmp_path: Path) -> None:
     assert kb("compare", "oracle", "nop", cwd=workflow).returncode == 2  # no summary yet
 
 
+def test_errors_are_one_line_naming_the_file(
+    workflow: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: `status --config nope.yaml` showed the 106-task dataset (rc 0), `regrade --configfile
+    nope.yaml` a Snakemake traceback, a YAML tab no line, `compare --summary nope.csv` `[Errno 2]`."""
+    monkeypatch.chdir(workflow)
+    tab = workflow / "tab.yaml"
+    tab.write_text("spec: examples/dataset.json\nagents:\n\t- name: x\n")
+    cases = {
+        ("status", "--config", "nope.yaml"): "kotlin-bench: error: nope.yaml: no such file",
+        ("regrade", "--configfile", "nope.yaml"): "kotlin-bench: error: nope.yaml: no such file",
+        ("status", "--config", "tab.yaml"): "kotlin-bench: error: tab.yaml: line 3, column 1: a tab in the "
+        "indentation; YAML indents with spaces only",
+        ("compare", "a", "b", "--summary", "nope.csv"): "kotlin-bench: error: nope.csv: no such file; the "
+        "summary of a run is results/summary.csv (written by `snakemake`)",
+    }
+    for argv, line in cases.items():
+        assert main(list(argv)) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.err.splitlines() == [line] and captured.out == "", (argv, captured)
+
+
 def test_compare_names_the_closest_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kotlin_bench.results.summary import summarize, write_table
     from tests.factories import mixed_results, write_results

@@ -126,7 +126,9 @@ def one_identity(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     frame = frame.copy()
     for column in ("kind", "model"):
-        names = frame.groupby("agent")[column].agg(lambda s: ",".join(sorted({str(v) for v in s.dropna() if v})))
+        names = frame.groupby("agent")[column].agg(
+            lambda s: ",".join(sorted({str(v) for v in s.dropna() if v}))
+        )
         joined = frame["agent"].map(names)
         frame[column] = joined.where(joined != "", None).astype(frame[column].dtype)
     return frame

@@ -42,7 +42,7 @@ from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task
 from kotlin_bench.tools.cli import clean, dataset, results
-from kotlin_bench.tools.cli.text import err
+from kotlin_bench.tools.cli.text import report_error
 from kotlin_bench.tools.root import OUTSIDE, resolve
 
 
@@ -72,8 +72,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into a pager or `head` that closed early
         sys.stderr.close()
         return 0
-    except (SpecError, MaterializeError, FileNotFoundError, FileExistsError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    except (SpecError, MaterializeError, OSError, KeyError, ValueError) as exc:
         hint = "" if inside else f" ({OUTSIDE})"
-        err(f"error: {message}{hint}")
+        report_error(f"{one_line(exc)}{hint}")
         return 2
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of an error the commands report: a file error names the file and what is wrong in words
+    (never `[Errno 2]`)."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.filename is not None:
+        what = (
+            "no such file or directory" if isinstance(exc, FileNotFoundError) else (exc.strerror or str(exc))
+        )
+        return f"{exc.filename}: {what.lower()}"
+    return str(exc)

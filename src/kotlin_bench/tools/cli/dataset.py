@@ -28,7 +28,7 @@ from kotlin_bench.dataset.materialize import (
 )
 from kotlin_bench.dataset.spec import Dataset, SpecError, ValidationMark, load_dataset
 from kotlin_bench.dataset.task import TaskError, load_task
-from kotlin_bench.tools.cli.text import deprecated, err, out, table
+from kotlin_bench.tools.cli.text import deprecated, err, out, report_error, table
 from kotlin_bench.tools.root import Rooted, add_root, from_config, selection
 
 DEFAULT_SPEC = Rooted(names.BENCHMARK_SPEC)
@@ -232,7 +232,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     licenses = Counter(t.license for t in dataset.tasks)
     out("licenses: " + ", ".join(f"{lic} {n}" for lic, n in licenses.most_common()))
     for problem in problems:
-        err(f"error: {problem}")
+        report_error(problem)
     if problems:
         err(f"{len(problems)} problem(s)")
         return 1
@@ -284,7 +284,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         entries = order_recipes(parse_manifest(args.manifest), args.root)
     except (OSError, ImageError) as exc:
-        err(f"error: {exc}")
+        report_error(str(exc))
         return 1
     tasks = dataset.select(selection(config, args.tasks, args.spec))
     needed = {t.base_image for t in tasks}

@@ -10,9 +10,9 @@ from typing import Any
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import errored_results, failed_step_outputs
-from kotlin_bench.tools.cli.text import err, out
+from kotlin_bench.tools.cli.text import err, out, report_error
 from kotlin_bench.tools.cli.text import table as render_table
-from kotlin_bench.tools.root import Rooted, add_root
+from kotlin_bench.tools.root import Rooted, add_root, read_config
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -22,6 +22,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from kotlin_bench.results.reproduce.verdicts import merge_verdicts
     from kotlin_bench.results.summary import read_summary
 
+    if not args.summary.is_file():
+        raise ValueError(
+            f"{args.summary}: no such file; the summary of a run is {names.SUMMARY_CSV} (written by `snakemake`)"
+        )
     summary = read_summary(args.summary)
     agents = sorted(set(summary["agent"]))
     if args.agent not in agents:
@@ -103,11 +107,14 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "regrade", "--quiet", "rules"]
     for path in args.configfile:
+        read_config(
+            path, required=True
+        )  # one line naming the file (and line) instead of Snakemake's traceback
         cmd += ["--configfile", str(path.resolve())]
     done = subprocess.run(cmd, cwd=args.root, check=False)
     if done.returncode != 0:
-        err(
-            f"error: the regrade's verifications failed (snakemake exited {done.returncode}); see results/logs/regrade/"
+        report_error(
+            f"the regrade's verifications failed (snakemake exited {done.returncode}); see results/logs/regrade/"
         )
         return done.returncode
     changes = read_changes(args.root / names.REGRADE_CSV)  # snakemake printed changes.md
@@ -124,7 +131,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from kotlin_bench.tools.migrate import migrate
 
     if not (args.results / "runs").is_dir():
-        err(f"error: {args.results / 'runs'} does not exist: no results to migrate")
+        report_error(f"{args.results / 'runs'} does not exist: no results to migrate")
         return 2
     migrated = migrate(args.results)
     for run_dir in migrated:
@@ -146,6 +153,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from kotlin_bench.results.compare import compare, display_comparisons
     from kotlin_bench.results.summary import read_summary
 
+    if not args.summary.is_file():
+        raise ValueError(
+            f"{args.summary}: no such file; the summary of a run is {names.SUMMARY_CSV} (written by `snakemake`)"
+        )
     summary = read_summary(args.summary)
     agents = sorted(set(summary["agent"]))
     for agent in (args.agent_a, args.agent_b):
