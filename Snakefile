@@ -11,15 +11,28 @@ include: "rules/healthcheck.smk"
 
 
 PROGRESS = []
+PLANNED = []
 
 
 onstart:
-    PROGRESS.append(start_progress(PLAN.results(), interval=60))
+    # what this invocation will do: the progress line counts it, the headline follows an aggregate
+    PLANNED.append(
+        planned((j.rule.name, list(j.output)) for j in workflow.dag.needrun_jobs())
+    )
+    PROGRESS.append(
+        start_progress(
+            PLANNED[0].runs,
+            interval=60,
+            verifications=PLANNED[0].verifications,
+        )
+    )
 
 
 onsuccess:
     for stop in PROGRESS:
         stop()
+    if any("aggregate" in p.rules for p in PLANNED):
+        print_headline()
 
 
 onerror:

@@ -26,7 +26,7 @@ from snakemake.utils import min_version, validate
 
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import check_or_exit, check_yaml_or_exit, plan_or_exit
-from kotlin_bench.dag.progress import start_progress
+from kotlin_bench.dag.progress import planned, print_headline, start_progress
 from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
 from kotlin_bench.dag.stale import Staleness
 from kotlin_bench.engine.retention import Purpose

@@ -162,7 +162,7 @@ def check_or_exit(
 
 def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> Plan:
     """For rules/common.smk: the plan, or the one-line message on stderr and exit status 1 (a config
-    mistake, or results of kotlin-bench 0.2 that must be migrated first)."""
+    mistake, or results of layout 1 that must be migrated first)."""
     try:
         plan = load_plan(config, _files(configfiles, root), root)
         plan.refuse_legacy_results()
