@@ -76,7 +76,9 @@ def test_outcome_matrix_has_one_row_per_task(mixed: pd.DataFrame) -> None:
     grid = outcome_matrix(mixed)
     assert list(grid.index) == ["calc-1", "calc-2", "slug-1", "units-1"]
     assert list(grid.columns) == ["agent", "oracle"]
-    assert list(grid["agent"]) == ["resolved", "unresolved", "unresolved", "error"]
+    # one colour vocabulary: the class of the reason (f2p_failed: tests; verifier_timeout: a limit), and
+    # an error is infrastructure, not the agent's outcome
+    assert list(grid["agent"]) == ["resolved", "tests", "limit", "infrastructure"]
     assert set(grid.to_numpy().ravel()) <= set(OUTCOMES)
 
 
@@ -86,7 +88,7 @@ def test_outcome_matrix_with_attempts_and_missing_runs(tmp_path: Path) -> None:
     grid = outcome_matrix(summary)
     assert grid.shape == (6, 4)
     assert list(grid.columns) == ["agent #1", "agent #2", "oracle #1", "oracle #2"]
-    assert list(grid.loc["repo0-0"]) == ["not run", "not run", "resolved", "resolved"]
+    assert list(grid.loc["repo0-0"]) == ["not_run", "not_run", "resolved", "resolved"]
     assert list(grid.index[:2]) == ["repo0-0", "repo0-3"]  # by repository, then task
 
 
