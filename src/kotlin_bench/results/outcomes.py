@@ -93,7 +93,9 @@ def legend(present: set[tuple[str, str | None]]) -> list[LegendRow]:
     """The legend of the (outcome, reason word) pairs present, in ORDER: each class with its words."""
     rows = []
     for outcome in ORDER:
-        words = sorted({w for o, w in present if o == outcome and w}, key=lambda w: list(Reason).index(Reason(w)))
+        words = sorted(
+            {w for o, w in present if o == outcome and w}, key=lambda w: list(Reason).index(Reason(w))
+        )
         if any(o == outcome for o, _ in present):
             reasons = tuple((w, REASON_TEXT[Reason(w)]) for w in words)
             rows.append(LegendRow(outcome, COLOURS[outcome], LABELS[outcome], TEXT[outcome], reasons))
