@@ -8,18 +8,12 @@ this module works in a clone of it.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from kotlin_bench.core import names
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import snakemake
 
@@ -123,60 +117,3 @@ def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
     assert "REPRODUCED: 5/5 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
     assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "all": 1}
 
-
-def test_a_run_that_adds_an_agent_can_be_watched_and_ends_on_the_headline(
-    tmp_path: Path, finished_examples: Workspace
-) -> None:
-    """Issue 31, watched as a user would in a second terminal: adding an agent to a finished run keeps the
-    previous summary.csv readable (`compare` answers) while the new runs go, the agent is one row (a
-    task without a prediction is its run too: `no_prediction`), the progress line counts this
-    invocation's runs only, and the terminal ends on the per-agent headline."""
-    ws = finished_examples.clone(tmp_path / "ws")
-    tasks = example_tasks(ws.root)
-    covered = tasks[0]
-    diff = (ws.root / names.work_dir("oracle", covered, 1) / names.AGENT_DIFF).read_text()
-    line = {"instance_id": covered, "model_name_or_path": "gold", "model_patch": diff}
-    ws.write("gold.jsonl", json.dumps(line) + "\n")
-    config = ws.config()
-    config["agents"] = [
-        *config["agents"],
-        {"name": "gold", "kind": "predictions", "predictions": "gold.jsonl"},
-    ]
-    (ws.root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    before = (ws.root / names.SUMMARY_CSV).read_bytes()
-
-    process = ws.popen()
-    try:
-        work = ws.root / names.work_dir("gold", covered, 1) / names.WORK_FILE
-        deadline = time.monotonic() + 600
-        while not work.is_file() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert work.is_file(), (ws.root / "snakemake.out").read_text()[-3000:]
-        # the new agent's verification of a real patch is still going: the summary is the previous one
-        assert (ws.root / names.SUMMARY_CSV).read_bytes() == before
-        compared = subprocess.run(
-            [sys.executable, "-m", "kotlin_bench", "compare", "oracle", "nop"],
-            cwd=ws.root, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert compared.returncode == 0 and f"{len(tasks)} tasks both ran" in compared.stdout, compared.stderr
-        assert process.wait(timeout=1800) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-    out = (ws.root / "snakemake.out").read_text()
-    summary = pd.read_csv(ws.root / names.SUMMARY_CSV).set_index("task")
-    gold = summary[summary["agent"] == "gold"]
-    assert len(gold) == len(tasks) and set(gold["model"]) == {"gold"}
-    assert gold.loc[covered, "status"] == "resolved"
-    assert set(gold.drop(index=covered)["reason"]) == {"no_prediction"}
-    progress = [x for x in out.splitlines() if x.startswith("kotlin-bench: runs ")]
-    assert progress and progress[-1].startswith(f"kotlin-bench: runs {len(tasks)}/{len(tasks)} done"), (
-        progress
-    )
-    lines = [x for x in out.splitlines() if x.strip()]
-    details = max(i for i, x in enumerate(lines) if x.startswith("kotlin-bench: details: results/summary.md"))
-    after = lines[details + 1 :]  # only Snakemake's own closing lines (its log, the elapsed time)
-    assert len(after) <= 2 and not any("job" in x.lower() or x.startswith("rule ") for x in after), after
-    headline = lines[details - 6 : details]
-    assert any(x.startswith(f"kotlin-bench: gold: 1/{len(tasks)} resolved") for x in headline), headline
-    assert any(x.startswith(f"kotlin-bench: oracle: {len(tasks)}/{len(tasks)} resolved") for x in headline)
