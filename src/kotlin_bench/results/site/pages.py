@@ -235,13 +235,19 @@ def task_rows(runs: pd.DataFrame, page: str) -> list[dict[str, str]]:
 @dataclass
 class Grid:
     """The task x agent grid: agents (columns), repositories (filter), the legend of the outcomes present,
-    and one row per task (each cell: the attempts' (link, outcome word, CSS class))."""
+    and one row per task (each cell: the attempts' (link, CSS classes)). A square's classes are its
+    outcome's colour (`k-<outcome>`) and its word's index in `words` (`w<i>`): a few bytes per run, so
+    the index of 15,000 runs stays small; the page's script names a square on hover."""
 
     agents: list[str]
     repositories: list[str]
     legend: list[LegendRow]
     rows: list[dict[str, Any]]
     attempts: int
+    words: list[str]  # `resolved` and the reason words present
+
+    def word_class(self, word: str) -> str:
+        return f"w{self.words.index(word)}"
 
 
 def grid(summary: pd.DataFrame) -> Grid:
@@ -249,10 +255,11 @@ def grid(summary: pd.DataFrame) -> Grid:
     repositories = sorted(set(summary["repository"].fillna("")))
     repo_index = {r: i for i, r in enumerate(repositories)}
     agent_index = {a: i for i, a in enumerate(agents)}
-    cells: dict[str, dict[int, list[tuple[str, str, str]]]] = {}
+    cells: dict[str, dict[int, list[tuple[str, str]]]] = {}
     repo_of: dict[str, str] = {}
     present: set[tuple[str, str | None]] = set()
     ordered = summary.sort_values(["task", "agent", "attempt"])
+    words = sorted({outcome_word(s, r) for s, r in zip(ordered["status"], ordered["reason"], strict=True)})
     for task, agent, attempt, status, reason, repository in zip(
         ordered["task"], ordered["agent"], ordered["attempt"], ordered["status"], ordered["reason"],
         ordered["repository"].fillna(""), strict=True,
@@ -260,9 +267,8 @@ def grid(summary: pd.DataFrame) -> Grid:
         word = outcome_word(status, reason)
         present.add((outcome_of(status, reason), None if word == "resolved" else word))
         link = f"runs/{agent}/{task}/attempt-{attempt}.html"
-        cells.setdefault(task, {}).setdefault(agent_index[agent], []).append(
-            (link, word, outcome_class(status, reason))
-        )
+        classes = f"{outcome_class(status, reason)} w{words.index(word)}"
+        cells.setdefault(task, {}).setdefault(agent_index[agent], []).append((link, classes))
         repo_of[task] = repository
     rows = [
         {
@@ -273,7 +279,7 @@ def grid(summary: pd.DataFrame) -> Grid:
         for task in sorted(cells)
     ]
     attempts = int(summary["attempt"].max()) if len(summary) else 0
-    return Grid(agents, repositories, legend(present), rows, attempts)
+    return Grid(agents, repositories, legend(present), rows, attempts, words)
 
 
 def rate_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
