@@ -193,7 +193,7 @@ def test_a_regrade_shows_what_changes_before_it_applies_it_and_keeps_the_previou
     # the terminal ends on the per-agent headline, not on Snakemake's job output or changes.md
     assert preview.stdout.splitlines()[-4:] == [
         "nop: 0/1 resolved now, 0/1 after the regrade (1 unchanged)",
-        "oracle: 1/1 resolved now, 0/1 after the regrade (1 run 1 -> 0)",
+        "oracle: 1/1 resolved now, 0/1 after the regrade (1 run 1 -> 0, 0 unchanged)",
         "details: results/regrade/changes.md",
         "regrade: 1 run 1 -> 0, 1 unchanged; nothing was changed (apply with `kotlin-bench regrade --apply`)",
     ], preview.stdout

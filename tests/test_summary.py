@@ -82,3 +82,31 @@ def test_a_predictions_agent_is_one_row_everywhere(tmp_path: Path) -> None:
     # a summary.csv written before (one model missing) is still read as one agent
     old = summary.assign(model=summary["model"].where(summary["reason"] != "no_prediction", None))
     assert list(rates(old)["agent"]) == ["my-model", "oracle"]
+
+
+def test_a_stale_summary_is_forced_and_kept_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: adding an agent removed summary.csv while the DAG was built, so `compare` failed until the
+    run ended. In a run, a summary that lacks some of its results stays where it is and is forced (as
+    `--forcerun` of that file would): Snakemake remakes it from all of them, atomically, at the end."""
+    from types import SimpleNamespace
+
+    from kotlin_bench.dag.stale import Staleness
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "summary.csv").write_text("agent\noracle\n")
+    (tmp_path / "a.json").write_text("{}")
+    dag = SimpleNamespace(forcefiles=set())
+    workflow = SimpleNamespace(
+        executor_plugin=object(),
+        exec_mode=SimpleNamespace(name="DEFAULT"),
+        dryrun=False,
+        touch=False,
+        persistence=SimpleNamespace(path=str(tmp_path / ".snakemake")),
+        dag=dag,
+    )
+    stale = Staleness(workflow)
+    assert stale.settle("summary.csv", ["a.json", "b.json"], "run result(s)") == ["a.json", "b.json"]
+    assert (tmp_path / "summary.csv").read_text() == "agent\noracle\n" and dag.forcefiles == {"summary.csv"}
+    (tmp_path / "b.json").write_text("{}")
+    Staleness(workflow).settle("summary.csv", ["a.json", "b.json"], "run result(s)")
+    assert dag.forcefiles == {"summary.csv"}  # complete: nothing more is forced
