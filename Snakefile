@@ -11,6 +11,7 @@ include: "rules/healthcheck.smk"
 
 
 PROGRESS = []
+PLANNED = []
 
 # each model endpoint's concurrency limit (config model_apis), unless given on the command line
 for api, limit in PLAN.model_apis.items():
@@ -19,12 +20,24 @@ for api, limit in PLAN.model_apis.items():
 
 
 onstart:
-    PROGRESS.append(start_progress(PLAN.results(), interval=60))
+    # what this invocation will do: the progress line counts it, the headline follows an aggregate
+    PLANNED.append(
+        planned((j.rule.name, list(j.output)) for j in workflow.dag.needrun_jobs())
+    )
+    PROGRESS.append(
+        start_progress(
+            PLANNED[0].runs,
+            interval=60,
+            verifications=PLANNED[0].verifications,
+        )
+    )
 
 
 onsuccess:
     for stop in PROGRESS:
         stop()
+    if any("aggregate" in p.rules for p in PLANNED):
+        print_headline()
 
 
 onerror:

@@ -25,20 +25,28 @@ own_package_or_exit(Path(workflow.basedir))
 from snakemake.utils import min_version, validate
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.config import check_or_exit, plan_or_exit
-from kotlin_bench.dag.progress import start_progress
+from kotlin_bench.dag.config import check_or_exit, check_yaml_or_exit, plan_or_exit
+from kotlin_bench.dag.progress import planned, print_headline, start_progress
 from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
 from kotlin_bench.dag.stale import Staleness
 from kotlin_bench.engine.retention import Purpose
 
 min_version("9.0")
 
+# a config.yaml that is not YAML: its line and column (Snakemake's message names neither)
+check_yaml_or_exit(Path(workflow.basedir) / "config.yaml")
+
 
 configfile: "config.yaml"
 
 
 # the config checked against workflow/schemas/config.schema.yaml: one short message per mistake
-check_or_exit(config, workflow.configfiles, Path(workflow.basedir))
+check_or_exit(
+    config,
+    workflow.configfiles,
+    Path(workflow.basedir),
+    workflow.config_settings.config,
+)
 # fills in the schema's defaults
 validate(config, "../workflow/schemas/config.schema.yaml")
 PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))

@@ -76,6 +76,8 @@ rule site:
         rates=names.RATES_CSV,
         by_repository=names.RATES_BY_REPOSITORY_CSV,
         comparisons=names.COMPARISONS_CSV,
+        # the charts the index shows (relative links: a copy of results/ keeps them)
+        plots=[names.PLOT_RATES, names.PLOT_RATES_BY_REPOSITORY, names.PLOT_OUTCOMES],
     output:
         names.SITE_INDEX,
     log:

@@ -76,3 +76,25 @@ def mixed_results() -> list[RunResult]:
 
 def mixed_summary(root: Path):
     return summarize(write_results(root, mixed_results()))
+
+
+def partial_predictions_results(tasks: int = 5, covered: int = 2) -> list[RunResult]:
+    """Issue 31's predictions agent `my-model`: a file with lines for `covered` of `tasks` tasks (the first
+    resolved), the others recorded as a run without a model (as records written before an agent's identity
+    came from its config were), plus oracle on every task."""
+    ids = [f"calc-{i}" for i in range(1, tasks + 1)]
+    results = [make_result(t) for t in ids]
+    for i, task in enumerate(ids):
+        if i >= covered:
+            results.append(
+                make_result(task, "my-model", status="unresolved", kind="predictions", reason="no_prediction")
+            )
+        else:
+            status = "resolved" if i == 0 else "unresolved"
+            reason = None if i == 0 else "patch_not_applied"
+            results.append(
+                make_result(
+                    task, "my-model", status=status, kind="predictions", model="my-model", reason=reason
+                )
+            )
+    return results

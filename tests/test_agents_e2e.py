@@ -8,6 +8,9 @@ import json
 import os
 import re
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
 from kotlin_bench.tools.workspace import Workspace
@@ -156,16 +160,49 @@ def results(
         "reproduce": {"reference": {"oracle": "oracle", "harbor-oracle": "oracle"}},
     }
     frames = []
+    watched: dict[str, Any] = {}
     for name, config in (("predictions", predictions), ("harbor", harbor)):
         (work / f"{name}.yaml").write_text(yaml.safe_dump(config))
         env = {"KOTLIN_BENCH_HARBOR": str(harbor_installed)}
-        out = snakemake(work, "--configfile", f"{name}.yaml", env=env)
+        if name == "predictions":  # watched from a second terminal while it runs (issue 31)
+            out = _watched_run(work, tasks[0], f"{name}.yaml", env, watched)
+        else:
+            out = snakemake(work, "--configfile", f"{name}.yaml", env=env)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+        watched.setdefault("output", out.stdout + out.stderr)
         summary = pd.read_csv(work / "results/summary.csv")
         frames.append(summary if not frames else summary[summary.agent.str.startswith("harbor-")])
     frame = pd.concat(frames, ignore_index=True)
     frame.attrs["work"] = work
+    frame.attrs["watched"] = watched
     return frame
+
+
+def _watched_run(
+    work: Path, task: str, configfile: str, env: dict[str, str], watched: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """Snakemake adding the predictions agents, and what a second terminal sees once the first new run's
+    work is there (its verification still to come): summary.csv as it was, and `compare`'s answer."""
+    before = (work / names.SUMMARY_CSV).read_bytes()
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", configfile]
+    process = subprocess.Popen(
+        cmd, cwd=work, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
+    reader.start()
+    first = work / names.work_dir("gold", task, 1) / names.WORK_FILE
+    deadline = time.monotonic() + 900
+    while not first.is_file() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    watched["summary_kept"] = (work / names.SUMMARY_CSV).read_bytes() == before
+    watched["compare"] = subprocess.run(
+        [sys.executable, "-m", "kotlin_bench", "compare", "oracle", "nop"],
+        cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    code = process.wait(timeout=1800)
+    reader.join(timeout=60)
+    return subprocess.CompletedProcess(cmd, code, "".join(lines), "")
 
 
 def by_agent(frame: pd.DataFrame, agent: str) -> pd.Series:
@@ -192,7 +229,8 @@ def test_bad_predictions_score_zero_with_the_right_reason(results: pd.DataFrame)
     assert bad.loc["examples_calc-4", "reason"] == "empty_patch"
     assert bad.loc["examples_semver-6", "reason"] == "patch_not_applied"
     assert bad.loc["examples_slug-8", "reason"] == "patch_not_applied"
-    assert bad.loc["examples_units-12", "reason"] == "empty_patch"
+    assert bad.loc["examples_units-12", "reason"] == "no_prediction"  # no line at all: still a run of `bad`
+    assert set(bad["model"]) == {"bad"}
 
 
 def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFrame) -> None:
@@ -241,3 +279,26 @@ def test_attempts_are_separate_targets(tmp_path: Path) -> None:
     for k in (1, 2, 3):
         assert f"results/runs/oracle/examples_calc-4/attempt-{k}/result.json" in text
     assert "attempt-4" not in text
+
+
+def test_a_run_that_adds_agents_can_be_watched_and_ends_on_the_headline(results: pd.DataFrame) -> None:
+    """Issue 31: adding an agent removed summary.csv at the start (`compare` failed until the end), the
+    progress line counted every run of the config, and ~45 lines of job output followed the summary.
+    The previous summary stays readable while the new runs go, the progress line counts this
+    invocation's runs, and the terminal ends on the per-agent headline."""
+    watched = results.attrs["watched"]
+    tasks = sorted(set(results["task"]))
+    assert watched["summary_kept"]
+    assert watched["compare"].returncode == 0, watched["compare"].stderr
+    assert f"{len(tasks)} tasks both ran" in watched["compare"].stdout  # oracle and nop, as before
+    lines = [x for x in watched["output"].splitlines() if x.strip()]
+    runs = 2 * len(tasks)  # gold and bad on every task: bad's tasks without a line are runs too
+    progress = [x for x in lines if x.startswith("kotlin-bench: runs ")]
+    assert progress and progress[-1].startswith(f"kotlin-bench: runs {runs}/{runs} done"), progress
+    details = max(i for i, x in enumerate(lines) if x.startswith("kotlin-bench: details: results/summary.md"))
+    after = lines[details + 1 :]  # only Snakemake's own closing lines (its log, the elapsed time)
+    assert len(after) <= 2 and not any("job" in x.lower() or x.startswith("rule ") for x in after), after
+    headline = "\n".join(lines[max(0, details - 8) : details])
+    assert f"kotlin-bench: gold: {len(tasks)}/{len(tasks)} resolved" in headline, headline
+    assert f"kotlin-bench: bad: 0/{len(tasks)} resolved" in headline, headline
+    assert "kotlin-bench: gold vs oracle: REPRODUCED" in headline, headline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -181,8 +182,8 @@ def test_materialize_validate_status(project: Path, capsys: pytest.CaptureFixtur
     assert main(["status", "--spec", "dataset/tiny.json"]) == 0
     rows = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[2:4]}
     assert rows == {
-        "acme_widgets-1": ["yes", "yes", "published"],
-        "acme_widgets-2": ["yes", "unknown", "published"],
+        "acme_widgets-1": ["yes", "match", "published"],
+        "acme_widgets-2": ["yes", "none", "published"],
     }
 
     validate = ["lint", "--spec", "dataset/tiny.json", "--materialized"]
@@ -387,10 +388,14 @@ def workflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_version_is_the_one_results_record() -> None:
-    from kotlin_bench import HARNESS_VERSION
+    """The package version and the results layout version are two named numbers (issue 31: `--version`
+    said 0.2.0 while `migrate` moved "results of kotlin-bench 0.2"), and `migrate` names the layouts."""
+    from kotlin_bench import HARNESS_VERSION, LEGACY_LAYOUT, RESULTS_LAYOUT
 
     done = kb("--version", cwd=REPO)
-    assert done.stdout.strip() == f"kotlin-bench {HARNESS_VERSION}"
+    assert done.stdout.strip() == f"kotlin-bench {HARNESS_VERSION} (results layout {RESULTS_LAYOUT})"
+    helped = kb("migrate", "--help", cwd=REPO).stdout
+    assert f"results of layout {LEGACY_LAYOUT}" in helped and f"into layout {RESULTS_LAYOUT}" in helped
     pyproject = (REPO / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject and 'attr = "kotlin_bench.HARNESS_VERSION"' in pyproject
 
@@ -435,6 +440,78 @@ def test_wrong_answers_exit_non_zero(workflow: Path, tmp_path: Path) -> None:
     unknown = kb("status", "examples_calc-5", cwd=workflow)
     assert unknown.returncode == 2 and "(closest: `examples_calc-4`, `examples_calc-6`" in unknown.stderr
     assert kb("compare", "oracle", "nop", cwd=workflow).returncode == 2  # no summary yet
+
+
+def test_errors_are_one_line_naming_the_file(
+    workflow: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: `status --config nope.yaml` showed the 106-task dataset (rc 0), `regrade --configfile
+    nope.yaml` a Snakemake traceback, a YAML tab no line, `compare --summary nope.csv` `[Errno 2]`."""
+    monkeypatch.chdir(workflow)
+    tab = workflow / "tab.yaml"
+    tab.write_text("spec: examples/dataset.json\nagents:\n\t- name: x\n")
+    cases = {
+        ("status", "--config", "nope.yaml"): "kotlin-bench: error: nope.yaml: no such file",
+        ("regrade", "--configfile", "nope.yaml"): "kotlin-bench: error: nope.yaml: no such file",
+        ("status", "--config", "tab.yaml"): "kotlin-bench: error: tab.yaml: line 3, column 1: a tab in the "
+        "indentation; YAML indents with spaces only",
+        ("compare", "a", "b", "--summary", "nope.csv"): "kotlin-bench: error: nope.csv: no such file; the "
+        "summary of a run is results/summary.csv (written by `snakemake`)",
+    }
+    for argv, line in cases.items():
+        assert main(list(argv)) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.err.splitlines() == [line] and captured.out == "", (argv, captured)
+
+
+def test_help_lists_every_command_by_group() -> None:
+    """Issue 31: `--help` described the tool as dataset commands only."""
+    from kotlin_bench.tools.cli import DEPRECATED, build_parser
+
+    parser = build_parser()
+    text = parser.format_help()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    listed = [
+        line.split(None, 1) for line in text.split("commands:\n", 1)[1].splitlines() if line.startswith("  ")
+    ]
+    grouped = [c.strip() for _, names in listed for c in names.split(",")]
+    assert [group for group, _ in listed] == ["dataset", "results", "engine"]
+    assert sorted(grouped) == sorted(c for c in commands if c not in DEPRECATED)
+    assert "snakemake --cores N" in text
+
+
+def test_status_shows_the_runs_per_agent_with_a_legend(
+    workflow: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: `status` showed `verified unknown` for every task after oracle resolved them all, and
+    nothing of the runs. It shows each configured agent's runs (done, to do, errors) and a legend."""
+    from kotlin_bench.core.record import RunResult
+    from tests.conftest import EXAMPLES
+    from tests.factories import make_result, write_results
+
+    monkeypatch.chdir(workflow)
+    tasks = sorted(EXAMPLES)
+    results: list[RunResult] = [make_result(t, "oracle") for t in tasks]
+    results.append(make_result(tasks[0], "nop", status="error", reason="infrastructure"))
+    written = write_results(workflow, results)
+    try:
+        assert main(["status"]) == 0
+    finally:
+        for path in written:
+            path.unlink()
+    text = capsys.readouterr().out
+    assert "verified" not in text and "none" in text
+    runs = {
+        line.split()[0]: line.split()[1:]
+        for line in text.splitlines()
+        if line.startswith(("oracle ", "nop "))
+    }
+    n = len(tasks)
+    assert runs == {
+        "oracle": [f"{n}/{n}", str(n), "0", "0", "0"],
+        "nop": [f"1/{n}", "0", "0", "1", str(n - 1)],
+    }
+    assert text.count("legend: ") == 2 and "to do: runs the next `snakemake` does" in text
 
 
 def test_compare_names_the_closest_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

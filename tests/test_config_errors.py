@@ -170,22 +170,45 @@ def test_unknown_task_ids_give_the_closest_ids(tmp_path: Path) -> None:
         assert "examples_calc-4" in message or "examples_slug-8" in message
 
 
-def test_snakemake_prints_one_line(tmp_path: Path) -> None:
-    root = copy_checkout(REPO, tmp_path / "ws", npm_packs=False)
-    text = (root / "config.yaml").read_text().replace("attempts: 1", "attemps: 1")
-    (root / "config.yaml").write_text(text)
+def _snakemake_lines(root: Path, *args: str) -> tuple[int, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1"],
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", *args],
         cwd=root,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 1
-    lines = [
-        line for line in (done.stdout + done.stderr).splitlines() if not line.startswith("Using workflow")
+    skipped = ("Using workflow", "Config file config.yaml is extended")
+    return done.returncode, [
+        line for line in (done.stdout + done.stderr).splitlines() if not line.startswith(skipped)
     ]
-    assert lines == [
-        "kotlin-bench: error: config.yaml: attemps: unknown key (did you mean `attempts`?); the keys here are "
-        + ", ".join(sorted(SCHEMA_DATA["properties"]))
-    ], lines
+
+
+def test_snakemake_prints_one_line(tmp_path: Path) -> None:
+    """A mistake in config.yaml, one on the command line (issue 31: `--config attemps=2` blamed
+    config.yaml) and a tab in config.yaml (Snakemake's own message names no file or line): one line."""
+    root = copy_checkout(REPO, tmp_path / "ws", npm_packs=False)
+    keys = ", ".join(sorted(SCHEMA_DATA["properties"]))
+    assert _snakemake_lines(root, "--config", "attemps=2") == (
+        1,
+        [
+            f"kotlin-bench: error: --config: attemps: unknown key (did you mean `attempts`?); the keys here are {keys}"
+        ],
+    )
+    original = (root / "config.yaml").read_text()
+    (root / "config.yaml").write_text(original.replace("attempts: 1", "attemps: 1"))
+    assert _snakemake_lines(root) == (
+        1,
+        [
+            f"kotlin-bench: error: config.yaml: attemps: unknown key (did you mean `attempts`?); the keys here are {keys}"
+        ],
+    )
+    lines = original.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  "))  # an indented line
+    lines[at] = "\t" + lines[at].lstrip()
+    (root / "config.yaml").write_text("\n".join(lines) + "\n")
+    code, shown = _snakemake_lines(root)
+    assert code == 1 and len(shown) == 1, shown
+    assert shown[0].startswith("kotlin-bench: error: ") and shown[0].endswith(
+        f"config.yaml: line {at + 1}, column 1: a tab in the indentation; YAML indents with spaces only"
+    ), shown

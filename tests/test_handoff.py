@@ -14,6 +14,8 @@ Three levels, on examples_calc-4 (unary minus; the fix is examples/adversarial/a
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -743,3 +745,28 @@ def test_end_to_end_predictions_in_every_shape(e2e: dict[str, RunResult], name: 
     else:
         assert result.reward == 1.0, (result.reason, result.error, prediction)
         assert prediction == {"applier": "git apply --verbose", "normalised": PREDICTIONS[name][1]}
+
+
+@pytest.mark.docker
+def test_the_agent_log_is_written_while_the_agent_runs(site: Site, tmp_path: Path) -> None:
+    """Issue 31: agent.log appeared only when the agent ended. Its output is in the file while it runs: the
+    script waits for a file the test creates once the log shows the first line."""
+    container = site.start("agent", 512)
+    log = tmp_path / "agent.log"
+    script = "echo first line; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo last line"
+    finished: list[containers.ExecResult] = []
+    runner = threading.Thread(
+        target=lambda: finished.append(containers.run(container, script, 120, log, "/"))
+    )
+    try:
+        runner.start()
+        deadline = time.monotonic() + 60
+        while "first line" not in (log.read_text() if log.is_file() else "") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert log.read_text() == "first line\n" and not finished  # written while the script still runs
+        container.exec_run(["touch", "/tmp/go"])
+        runner.join(timeout=60)
+        assert finished and finished[0].exit_code == 0
+        assert log.read_text() == "first line\nlast line\n"
+    finally:
+        containers.remove(container)

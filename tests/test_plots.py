@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import re
 import struct
 import threading
@@ -14,12 +15,22 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from kotlin_bench.core import names
 from kotlin_bench.core.render import Section, render_html
-from kotlin_bench.dag.progress import Counts, Progress, duration, format_line, start_progress
+from kotlin_bench.dag.progress import (
+    Counts,
+    Progress,
+    duration,
+    format_line,
+    headline,
+    planned,
+    print_headline,
+    start_progress,
+)
 from kotlin_bench.results.plots import OUTCOMES, outcome_chart, outcome_matrix, rate_chart, repository_chart
 from kotlin_bench.results.stats import rates, rates_by_repository
-from kotlin_bench.results.summary import summarize
-from tests.factories import make_result, mixed_results, write_results
+from kotlin_bench.results.summary import summarize, write_table
+from tests.factories import make_result, mixed_results, mixed_summary, write_results
 from tests.rule_scripts import Files, aggregate_outputs, run_script
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -65,7 +76,9 @@ def test_outcome_matrix_has_one_row_per_task(mixed: pd.DataFrame) -> None:
     grid = outcome_matrix(mixed)
     assert list(grid.index) == ["calc-1", "calc-2", "slug-1", "units-1"]
     assert list(grid.columns) == ["agent", "oracle"]
-    assert list(grid["agent"]) == ["resolved", "unresolved", "unresolved", "error"]
+    # one colour vocabulary: the class of the reason (f2p_failed: tests; verifier_timeout: a limit), and
+    # an error is infrastructure, not the agent's outcome
+    assert list(grid["agent"]) == ["resolved", "tests", "limit", "infrastructure"]
     assert set(grid.to_numpy().ravel()) <= set(OUTCOMES)
 
 
@@ -75,7 +88,7 @@ def test_outcome_matrix_with_attempts_and_missing_runs(tmp_path: Path) -> None:
     grid = outcome_matrix(summary)
     assert grid.shape == (6, 4)
     assert list(grid.columns) == ["agent #1", "agent #2", "oracle #1", "oracle #2"]
-    assert list(grid.loc["repo0-0"]) == ["not run", "not run", "resolved", "resolved"]
+    assert list(grid.loc["repo0-0"]) == ["not_run", "not_run", "resolved", "resolved"]
     assert list(grid.index[:2]) == ["repo0-0", "repo0-3"]  # by repository, then task
 
 
@@ -197,3 +210,46 @@ def test_start_progress_prints_and_stops(tmp_path: Path) -> None:
     assert not any(t.name == "kotlin-bench-progress" and t.is_alive() for t in threading.enumerate())
     with pytest.raises(ValueError):
         start_progress([], interval=0)
+
+
+def test_progress_counts_what_this_invocation_does(tmp_path: Path) -> None:
+    """Issue 31: a one-run target ended at `runs 21/25 done | eta 6m44s` (every run of the config was
+    counted), and a regrade said `runs 20/20 done | eta 0s` while most verifications still ran."""
+    results = mixed_results()
+    written = write_results(tmp_path, results)
+    jobs = [("verify", [str(written[0].relative_to(tmp_path))]), ("summary", ["results/summary.csv"])]
+    plan = planned([*jobs, ("aggregate", ["results/rates.csv"])])
+    assert [str(p) for p in plan.runs] == [str(written[0].relative_to(tmp_path))] and not plan.verifications
+    assert "aggregate" in plan.rules
+    one = Progress(plan.runs, tmp_path, started=0.0, baseline=0)
+    assert one.line(now=30).startswith("runs 1/1 done | resolved 1 | errors 0")
+    # a regrade: verifications of runs done already; a result.json of an earlier invocation is not done
+    staged = [f"results/regrade/runs/{r.agent}/{r.task}/attempt-1/result.json" for r in results]
+    regrade = planned([("regrade_verify", [p]) for p in staged])
+    assert not regrade.runs and len(regrade.verifications) == len(results)
+    for result, path in zip(results[:3], staged[:3], strict=True):
+        result.write(tmp_path / path)
+    old = tmp_path / staged[3]
+    results[3].write(old)
+    os.utime(old, ns=(0, 0))
+    progress = Progress(regrade.runs, tmp_path, started=0.0, verifications=regrade.verifications, since_ns=1)
+    assert progress.line(now=60) == (
+        f"verifications 3/{len(results)} done | resolved 3 | errors 0 | elapsed 1m00s | eta ?"
+    )
+    progress.baseline = 0
+    assert progress.line(now=60).endswith(f"eta {duration(60 / 3 * (len(results) - 3))}")
+
+
+def test_the_headline_is_per_agent_with_its_interval(tmp_path: Path) -> None:
+    summary = mixed_summary(tmp_path)
+    (tmp_path / "results").mkdir(exist_ok=True)
+    write_table(summary, tmp_path / names.SUMMARY_CSV)
+    write_table(rates(summary), tmp_path / names.RATES_CSV)
+    lines = headline(tmp_path)
+    assert lines[0] == "agent (m1): 1/4 resolved (25.0%, 95% CI 4.6% - 69.9%), 1 error"
+    assert lines[1].startswith("oracle: 4/4 resolved (100.0%, 95% CI 51.0% - 100.0%), 0 errors")
+    assert lines[-1].startswith("details: results/summary.md")
+    stream = io.StringIO()
+    print_headline(tmp_path, stream)
+    assert stream.getvalue().splitlines()[1:] == [f"kotlin-bench: {line}" for line in lines]
+    assert headline(tmp_path / "nothing") == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from kotlin_bench.dataset.predictions import PredictionsError, load_predictions
+from kotlin_bench.dataset.predictions import PredictionsError, file_model, load_predictions
 
 TASKS = ["examples_calc-4", "acme_widgets-7"]
 
@@ -163,3 +166,28 @@ def load_predictions_of(ids: list[str]) -> dict:
     from kotlin_bench.dataset.predictions import Prediction
 
     return {i: Prediction(i, None, "x", n) for n, i in enumerate(ids, start=1)}
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+def test_the_suggested_conversion_keeps_the_input(tmp_path: Path) -> None:
+    """Issue 31: for a JSON array in `preds.jsonl` the message suggested `jq ... preds.jsonl > preds.jsonl`,
+    which empties the file. Run as printed, the suggestion now writes a new file that loads."""
+    rows = [{"instance_id": t, "model_name_or_path": "m", "model_patch": "x"} for t in TASKS]
+    source = tmp_path / "preds.jsonl"
+    source.write_text(json.dumps(rows))
+    with pytest.raises(PredictionsError) as err:
+        load_predictions(source, TASKS)
+    command = re.search(r"`(jq [^`]*)`", str(err.value))
+    assert command is not None, err.value
+    subprocess.run(command[1], shell=True, cwd=tmp_path, check=True)
+    assert json.loads(source.read_text()) == rows
+    converted = tmp_path / "preds.converted.jsonl"
+    assert set(load_predictions(converted, TASKS)) == set(TASKS)
+    assert file_model(load_predictions(converted, TASKS)) == "m"
+
+
+def test_a_file_without_any_prediction_is_an_error(tmp_path: Path) -> None:
+    """An emptied predictions file is refused, not run as every task scoring 0."""
+    (tmp_path / "preds.jsonl").write_text("\n")
+    with pytest.raises(PredictionsError, match="no prediction at all"):
+        load_predictions(tmp_path / "preds.jsonl", TASKS)

@@ -63,3 +63,15 @@ def test_every_reason_is_documented() -> None:
     assert set(REASON_TEXT) == set(Reason)
     assert all(isinstance(reason.text, str) and reason.text for reason in Reason)
     assert Reason.INFRASTRUCTURE in REASON_TEXT and Reason.OTHER in REASON_TEXT
+
+
+def test_every_reason_has_a_class_and_every_class_a_colour() -> None:
+    """The one colour vocabulary: a new reason must say whether it is the agent's outcome or not."""
+    from kotlin_bench.results.outcomes import COLOURS, LABELS, ORDER, TEXT, outcome_of
+    from kotlin_bench.scoring.reasons import REASON_CLASS, Reason, ReasonClass
+
+    assert set(REASON_CLASS) == set(Reason)
+    assert {c.value for c in ReasonClass} < set(ORDER) == set(COLOURS) == set(LABELS) == set(TEXT)
+    assert outcome_of("error", "infrastructure") == "infrastructure" == outcome_of("unresolved", "task_invalid")
+    assert outcome_of("unresolved", "no_prediction") == "no_work" and outcome_of("resolved", None) == "resolved"
+    assert outcome_of("unresolved", "a word from elsewhere") == REASON_CLASS[Reason.OTHER].value

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from kotlin_bench.core.render import markdown_table, render_markdown
+from kotlin_bench.dag.progress import headline
 from kotlin_bench.results.report import report_sections
 from kotlin_bench.results.stats import rates, rates_by_repository, read_rates
 from kotlin_bench.results.summary import read_summary, summarize
@@ -62,8 +63,12 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
     )
     printed = capfd.readouterr().out
     assert "kotlin-bench: 8 runs (5 resolved, 2 unresolved, 1 error)" in printed
-    assert "- oracle: 4/4 resolved (100.0%), 0 errors" in printed
-    assert "oracle vs oracle: REPRODUCED: 4/4 tasks agree" in printed
+    # the terminal ends on the headline (Snakefile's onsuccess), not on summary.md printed mid-run
+    assert "oracle: 4/4" not in printed
+    assert "- oracle: 4/4 resolved (100.0%), 0 errors" in (out / "logs/aggregate.log").read_text()
+    lines = headline(tmp_path)
+    assert lines[1] == "oracle: 4/4 resolved (100.0%, 95% CI 51.0% - 100.0%), 0 errors"
+    assert "oracle vs oracle: REPRODUCED: 4/4 tasks agree" in lines
     assert len(read_summary(out / "summary.csv")) == 8
     assert list(read_rates(out / "rates.csv")["agent"]) == ["agent", "oracle"]
     assert (out / "summary.md").read_text().startswith("# kotlin-bench results")
@@ -77,3 +82,17 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
         "comparison": str(out / "reproduce/oracle.csv"),
         "kind": "tasks",
     }
+
+
+def test_the_regrade_headline_is_per_agent() -> None:
+    from kotlin_bench.results.regrade import Change, headline
+
+    changes = [
+        Change("oracle", "calc-1", 1, 1.0, 0.0, None, "f2p_failed"),
+        Change("oracle", "calc-2", 1, 1.0, 1.0, None, None),
+        Change("nop", "calc-1", 1, 0.0, 0.0, "empty_patch", "empty_patch"),
+    ]
+    assert headline(changes) == [
+        "nop: 0/1 resolved now, 0/1 after the regrade (1 unchanged)",
+        "oracle: 2/2 resolved now, 1/2 after the regrade (1 run 1 -> 0, 1 unchanged)",
+    ]

@@ -190,6 +190,14 @@ def test_a_regrade_shows_what_changes_before_it_applies_it_and_keeps_the_previou
     )
     assert preview.returncode == 0, preview.stdout[-2000:] + preview.stderr[-3000:]
     assert "regrade: 1 run 1 -> 0, 1 unchanged; nothing was changed" in preview.stdout
+    # the terminal ends on the per-agent headline, not on Snakemake's job output or changes.md
+    assert preview.stdout.splitlines()[-4:] == [
+        "nop: 0/1 resolved now, 0/1 after the regrade (1 unchanged)",
+        "oracle: 1/1 resolved now, 0/1 after the regrade (1 run 1 -> 0, 0 unchanged)",
+        "details: results/regrade/changes.md",
+        "regrade: 1 run 1 -> 0, 1 unchanged; nothing was changed (apply with `kotlin-bench regrade --apply`)",
+    ], preview.stdout
+    assert "Finished job" not in preview.stdout + preview.stderr
     assert {p: p.read_bytes() for p in (ws / "results/runs").rglob("*") if p.is_file()} == runs
 
     applied = subprocess.run(
@@ -236,11 +244,11 @@ def test_results_of_0_2_are_refused_then_migrated_without_solving_again(
     refused = snakemake(ws, "--dry-run")
     assert refused.returncode != 0
     assert re.search(
-        r"2 run\(s\) were written by kotlin-bench 0\.2.*run `kotlin-bench migrate` once",
+        r"2 run\(s\) have results layout 1, where one step solved and scored.*run `kotlin-bench migrate` once",
         refused.stdout + refused.stderr,
     )
     done = subprocess.run(["kotlin-bench", "migrate"], cwd=ws, capture_output=True, text=True)
-    assert done.returncode == 0 and "2 run(s) migrated" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and "2 run(s) migrated from results layout 1 to 2" in done.stdout, done.stdout + done.stderr
     nop = json.loads((ws / names.verify_result("nop", TASK, 1)).read_text())
     assert (nop["reason"], nop["reason_detail"].split(";")[0]) == ("no_fixed_test", "no_fixed_test")
     assert (ws / names.work_record("oracle", TASK, 1)).is_file()

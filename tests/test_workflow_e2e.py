@@ -116,3 +116,4 @@ def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
     assert f"NOT REPRODUCED: 1 task differs: {tasks[0]}" in oracle
     assert "REPRODUCED: 5/5 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
     assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "all": 1}
+

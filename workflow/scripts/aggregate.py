@@ -1,7 +1,6 @@
 """Snakemake script of rule aggregate: rates, per-repository rates, paired comparisons of the agents and
-reproduction verdicts (computed here, once), and summary.md (printed)."""
+reproduction verdicts (computed here, once), and summary.md (printed into its log)."""
 
-import sys
 from pathlib import Path
 
 from kotlin_bench.core.fsutil import write_atomic
@@ -38,6 +37,4 @@ with logged(sm.log[0]):
     images = image_rows(sorted({Path(p).stem for p in sm.input.images}))
     text = render_markdown(report_sections(summary, overall, by_repository, lines, comparisons, images))
     write_atomic(Path(sm.output.markdown), text)
-    print(text)
-sys.__stdout__.write(f"\n{text}\n")
-sys.__stdout__.flush()
+    print(text)  # into the log; the terminal ends on the headline (kotlin_bench.dag.progress.print_headline)

@@ -10,9 +10,11 @@ try, and is never recorded.
 from functools import partial
 from pathlib import Path
 
+from kotlin_bench.core import names
 from kotlin_bench.dag.smk import Tries, check_disk, configured_engine, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
+from kotlin_bench.results.site.build import live_update
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.verify import VerifierOptions
 
@@ -43,3 +45,8 @@ with logged(sm.log[0]):
         f"{result.task} {result.agent} attempt {result.attempt} verification {repeat}: {result.status} "
         f"reward={result.reward} {result.reason or ''}"
     )
+    if repeat == 1 and Path(sm.output[0]).as_posix().startswith(names.runs_root() + "/"):
+        try:  # the site follows the run: this run's page and the page of runs in progress
+            live_update(Path.cwd(), Path(sm.output[0]), Path(sm.params.task_dir).parent)
+        except Exception as exc:  # a page is never worth a verdict: the site rule rebuilds it at the end
+            print(f"the site's live pages were not updated: {exc.__class__.__name__}: {exc}")

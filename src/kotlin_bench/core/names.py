@@ -89,6 +89,7 @@ LOGS = f"{RESULTS}/logs"
 # The results site (kotlin_bench.results.site): static pages that open from disk.
 SITE = f"{RESULTS}/site"
 SITE_INDEX = f"{SITE}/index.html"
+SITE_LIVE = f"{SITE}/live.html"  # the runs in progress, written as each run finishes
 SITE_PAGES = ".pages.json"  # under SITE: each page's input key, so a rebuild writes only what changed
 
 

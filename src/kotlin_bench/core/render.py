@@ -28,8 +28,17 @@ def percent(value: float) -> str:
     return "n/a" if pd.isna(value) else f"{100 * value:.1f}%"
 
 
+ERROR_PREFIX = "kotlin-bench: error: "  # the one prefix of every error the CLI and the workflow print
+
+
+def error_line(message: str) -> str:
+    """An error as printed: the one prefix, then the message (one line)."""
+    return ERROR_PREFIX + str(message)
+
+
 def agent_label(agent: str, model: Any) -> str:
-    return f"{agent} ({model})" if isinstance(model, str) and model else agent
+    """`agent (model)`, or the agent's name alone when it has no model or is named after it."""
+    return f"{agent} ({model})" if isinstance(model, str) and model and model != agent else agent
 
 
 def plural(n: int, word: str) -> str:

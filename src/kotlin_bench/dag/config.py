@@ -18,7 +18,9 @@ from typing import Any, NoReturn
 import jsonschema
 import yaml
 
+from kotlin_bench.core.render import error_line
 from kotlin_bench.core.suggest import did_you_mean
+from kotlin_bench.core.yamlfile import YamlFileError, read_yaml
 from kotlin_bench.dag.plan import LegacyResultsError, Plan
 from kotlin_bench.runs.agents import kind_hint
 
@@ -54,8 +56,13 @@ def _lookup(data: Any, path: Sequence[Any]) -> bool:
     return True
 
 
-def source_file(path: Sequence[Any], configfiles: Sequence[Path]) -> str:
-    """The last config file (they are merged in order) that sets `path`, else the last one given."""
+def source_file(
+    path: Sequence[Any], configfiles: Sequence[Path], overrides: dict[str, Any] | None = None
+) -> str:
+    """Where `path` was set: `--config` when the command line set it (it wins over every file), else the
+    last config file (they are merged in order) that sets it, else the last one given."""
+    if path and overrides and _lookup(overrides, path[:1]):
+        return "--config"
     found = None
     for file in configfiles:
         try:
@@ -99,8 +106,14 @@ def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
     return path, f"`{_value(value)}`: {error.message}"
 
 
-def check_config(config: dict[str, Any], configfiles: Sequence[Path], schema_path: Path) -> None:
-    """Raise ConfigError with one line for the first schema violation of `config` (key order)."""
+def check_config(
+    config: dict[str, Any],
+    configfiles: Sequence[Path],
+    schema_path: Path,
+    overrides: dict[str, Any] | None = None,
+) -> None:
+    """Raise ConfigError with one line for the first schema violation of `config` (key order); `overrides`
+    are the command line's `--config` values."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(
@@ -109,7 +122,7 @@ def check_config(config: dict[str, Any], configfiles: Sequence[Path], schema_pat
     if not errors:
         return
     path, what = describe(errors[0])
-    raise ConfigError(f"{source_file(path, configfiles)}: {key_path(path)}: {what}")
+    raise ConfigError(f"{source_file(path, configfiles, overrides)}: {key_path(path)}: {what}")
 
 
 def load_plan(config: dict[str, Any], configfiles: Sequence[Path], root: Path) -> Plan:
@@ -125,17 +138,33 @@ def _files(configfiles: Sequence[str | Path], root: Path) -> list[Path]:
     return [Path(f) for f in configfiles] or [root / "config.yaml"]
 
 
-def check_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> None:
-    """For rules/common.smk: nothing, or the one-line message on stderr and exit status 1."""
+def check_yaml_or_exit(path: Path) -> None:
+    """For rules/common.smk, before Snakemake reads the workflow's config file: a file that is not YAML is
+    one line naming it, its line and column (Snakemake's own message names neither)."""
+    if path.is_file():
+        try:
+            read_yaml(path)
+        except YamlFileError as exc:
+            fail(str(exc))
+
+
+def check_or_exit(
+    config: dict[str, Any],
+    configfiles: Sequence[str | Path],
+    root: Path,
+    overrides: dict[str, Any] | None = None,
+) -> None:
+    """For rules/common.smk: nothing, or the one-line message on stderr and exit status 1; `overrides`
+    are the command line's `--config` values (a mistake there is blamed on `--config`)."""
     try:
-        check_config(config, _files(configfiles, root), root / SCHEMA)
+        check_config(config, _files(configfiles, root), root / SCHEMA, overrides)
     except ConfigError as exc:
         fail(str(exc))
 
 
 def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> Plan:
     """For rules/common.smk: the plan, or the one-line message on stderr and exit status 1 (a config
-    mistake, or results of kotlin-bench 0.2 that must be migrated first)."""
+    mistake, or results of layout 1 that must be migrated first)."""
     try:
         plan = load_plan(config, _files(configfiles, root), root)
         plan.refuse_legacy_results()
@@ -145,5 +174,5 @@ def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root
 
 
 def fail(message: str) -> NoReturn:
-    print(f"kotlin-bench: error: {message}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     raise SystemExit(1)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from snakemake.io import ancient
 
+from kotlin_bench import LEGACY_LAYOUT, RESULTS_LAYOUT
 from kotlin_bench.core import names
 from kotlin_bench.core.record import legacy_runs
 from kotlin_bench.core.suggest import did_you_mean
@@ -396,7 +397,7 @@ class Plan:
         ]
 
     def refuse_legacy_results(self) -> None:
-        """Stop before planning anything when results of kotlin-bench 0.2 are here: the DAG would take
+        """Stop before planning anything when results of layout 1 are here: the DAG would take
         their runs for unsolved and redo the agents' work (`kotlin-bench migrate` moves them, once)."""
         legacy = legacy_runs(self.results())
         if legacy:
@@ -404,9 +405,9 @@ class Plan:
                 f" and {len(legacy) - 3} more" if len(legacy) > 3 else ""
             )
             raise LegacyResultsError(
-                f"{len(legacy)} run(s) were written by kotlin-bench 0.2, where one step solved and scored "
+                f"{len(legacy)} run(s) have results layout {LEGACY_LAYOUT}, where one step solved and scored "
                 f"({shown}); run `kotlin-bench migrate` once: it keeps every agent's work and solves nothing, "
-                "and the next snakemake verifies those runs again"
+                f"into layout {RESULTS_LAYOUT}, and the next snakemake verifies those runs again"
             )
 
     def regrade_results(self, task: str | None = None) -> list[str]:
@@ -532,5 +533,5 @@ def missing_predictions(agent: Agent, predictions: dict[str, Prediction], tasks:
     shown = ", ".join(lacking[:10]) + (f", ... (+{len(lacking) - 10})" if len(lacking) > 10 else "")
     return (
         f"kotlin-bench: warning: agent {agent.name}: {len(lacking)} selected task(s) have no prediction in "
-        f"{agent.predictions} and will score 0 (empty_patch): {shown}; add them, or leave them out with `exclude:`"
+        f"{agent.predictions} and will score 0 (no_prediction): {shown}; add them, or leave them out with `exclude:`"
     )

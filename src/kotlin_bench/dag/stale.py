@@ -5,7 +5,9 @@ with one run's result.json deleted, `snakemake results/summary.csv` would say th
 a file is stale, and what happens to it depends on what Snakemake was asked to do (`Invocation`):
 
 - a run (jobs execute, in this process, with nobody else's lock on the directory): the stale file is
-  removed while the DAG is built, so that Snakemake runs exactly the missing jobs and remakes it;
+  forced while the DAG is built (Snakemake's own `--forcerun` of that file), so that Snakemake runs exactly
+  the missing jobs and remakes it; it stays where it is until its job replaces it (a second terminal's
+  `kotlin-bench compare` reads the previous summary while a new agent runs);
 - a preview (`-n`): nothing changes; the stale file's job gets a parameter naming what is missing, so the
   plan Snakemake prints is the run's plan (a parameter of a file that is complete is left out of
   Snakemake's records, so no finished file ever reruns for it);
@@ -59,15 +61,20 @@ class Staleness:
     said: set[str] = field(default_factory=set)
 
     def settle(self, made: str, needs: Needs, what: str) -> Needs:
-        """`needs`, after removing `made` when this is a run and it lacks some of them (an input function
-        of the rule that makes `made`)."""
+        """`needs`, after forcing `made` when this is a run and it lacks some of them (an input function
+        of the rule that makes `made`): Snakemake then remakes it, and it stays readable until then."""
         missing = _missing(needs)
         if missing and Path(made).exists() and Invocation.of(self.workflow) is Invocation.RUN:
             if self._locked():
                 return needs  # another Snakemake works here: this one stops at its lock, changing nothing
-            Path(made).unlink()
+            dag = getattr(self.workflow, "dag", None)
+            if dag is not None:
+                dag.forcefiles.add(made)  # the DAG being built: as `--forcerun made` would
+            else:
+                Path(made).unlink()
             self._say(
-                made, f"{len(missing)} {what} missing; {made} removed, to be made again from all of them"
+                made,
+                f"{len(missing)} {what} missing; {made} is kept until it is made again from all of them",
             )
         return needs
 

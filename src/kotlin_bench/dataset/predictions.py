@@ -6,7 +6,7 @@ Accepted shapes (the SWE-bench and Multi-SWE-bench habits):
 
 The whole file is checked before any container starts: malformed lines, duplicate ids and ids that are
 not tasks of the dataset are reported together in one error. An empty or missing patch is not an error:
-that run scores 0 with status reason `empty_patch`.
+that run scores 0 with status reason `empty_patch` (a task without a line: `no_prediction`).
 
 Patches the way model outputs really look: `patch_candidates` gives the patch as given, then (only where
 they change it) normalised in order, each step on top of the previous: the diff taken out of markdown
@@ -97,9 +97,11 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
         raise PredictionsError(f"{path}: cannot read predictions: {exc}") from None
     array = _json_array(lines)
     if array is not None:
+        converted = converted_name(Path(path))
         raise PredictionsError(
             f"{path}: a JSON array of {array} prediction(s), expected JSON Lines (one JSON object per line); "
-            f"convert it with `jq -c '.[]' {path} > {Path(path).with_suffix('.jsonl')}`"
+            f"convert it into a new file with `jq -c '.[]' {path} > {converted}` and point `predictions:` at "
+            f"{converted.name}"
         )
     known = None if task_ids is None else set(task_ids)
     problems: list[str] = []
@@ -121,11 +123,31 @@ def load_predictions(path: Path, task_ids: Iterable[str] | None = None) -> dict[
             problems.append(f"line {number}: unknown task id {prediction.task_id}{hint}")
         else:
             found[prediction.task_id] = prediction
+    if not found and not problems:
+        problems.append("no prediction at all (an empty file scores every task 0): is it the right file?")
     if problems:
         shown = "\n  ".join(problems[:50])
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
         raise PredictionsError(f"{path}: {len(problems)} problem(s):\n  {shown}{more}")
     return found
+
+
+def converted_name(path: Path) -> Path:
+    """A new file beside `path` for its conversion: never `path` itself (a shell's `>` would empty the
+    input before the converter reads it)."""
+    candidate = path.with_name(f"{path.stem}.converted.jsonl")
+    number = 1
+    while candidate.exists() or candidate == path:
+        number += 1
+        candidate = path.with_name(f"{path.stem}.converted-{number}.jsonl")
+    return candidate
+
+
+def file_model(predictions: dict[str, Prediction]) -> str | None:
+    """The model a predictions file names (its lines' `model_name_or_path`, several joined by `,`): the
+    identity of every run of the agent, tasks without a line included."""
+    models = sorted({p.model for p in predictions.values() if p.model})
+    return ",".join(models) or None
 
 
 def _json_array(lines: list[str]) -> int | None:

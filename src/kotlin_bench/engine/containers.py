@@ -149,7 +149,8 @@ def run(
     workdir: str | None = None,
     env: dict[str, str] | None = None,
 ) -> ExecResult:
-    """Run a bash script in the container, its output appended to `log_path`, stopped past `timeout`.
+    """Run a bash script in the container, its output appended to `log_path` as it comes (a log that can
+    be followed while the script runs), stopped past `timeout`.
 
     The script runs under coreutils `timeout` (KILL 10 s after TERM); a host-side watchdog kills the
     whole container if even that does not return, so a run can never hang the workflow. The watchdog
@@ -183,6 +184,7 @@ def run(
             for chunk in api.exec_start(exec_id, stream=True):
                 if written < MAX_LOG_BYTES:
                     log.write(chunk)
+                    log.flush()  # the log is watched while the agent runs (issue 31: a live view)
                     written += len(chunk)
         finally:
             done.set()

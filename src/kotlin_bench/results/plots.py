@@ -2,7 +2,8 @@
 
 - `rate_chart`: overall resolve rate per agent, with its 95% bootstrap interval and counts;
 - `repository_chart`: resolve rate per repository, one bar per agent, `resolved/total` on each bar;
-- `outcome_chart`: a task x run grid, resolved / unresolved / error / not run in distinct colours.
+- `outcome_chart`: a task x run grid coloured by outcome: resolved, the class of the agent's unresolved
+  outcome, infrastructure, not run (the one colour vocabulary of `kotlin_bench.results.outcomes`).
 
 The HTML report that embeds them is `kotlin_bench.core.render.render_html`.
 """
@@ -20,18 +21,10 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from kotlin_bench.core.fsutil import atomic_path
-from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import agent_label, plural
+from kotlin_bench.results.outcomes import COLOURS, LABELS, NOT_RUN, ORDER, is_agent_outcome, outcome_of
 
-NOT_RUN = "not run"
-OUTCOMES = (*(s.value for s in Status), NOT_RUN)
-# Colour-blind safe (Okabe-Ito): bluish green, vermillion, reddish purple; light grey for "not run".
-COLOURS = {
-    Status.RESOLVED: "#009E73",
-    Status.UNRESOLVED: "#D55E00",
-    Status.ERROR: "#CC79A7",
-    NOT_RUN: "#E6E6E6",
-}
+OUTCOMES = ORDER
 BAR_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DPI = 110
 
@@ -112,10 +105,11 @@ def outcome_matrix(summary: pd.DataFrame) -> pd.DataFrame:
         agent if attempts[agent] == 1 else f"{agent} #{attempt}"
         for agent, attempt in zip(summary["agent"], summary["attempt"], strict=True)
     ]
-    frame = summary.assign(column=column)
+    outcomes = [outcome_of(s, r) for s, r in zip(summary["status"], summary["reason"], strict=True)]
+    frame = summary.assign(column=column, outcome=outcomes)
     order = frame[["repository", "task"]].drop_duplicates("task").sort_values(["repository", "task"])["task"]
     columns = list(dict.fromkeys(frame.sort_values(["agent", "attempt"])["column"]))
-    grid = frame.pivot(index="task", columns="column", values="status").astype(object)
+    grid = frame.pivot(index="task", columns="column", values="outcome").astype(object)
     return grid.reindex(index=list(order), columns=columns).fillna(NOT_RUN)
 
 
@@ -136,7 +130,16 @@ def outcome_chart(summary: pd.DataFrame, path: Path) -> None:
     ax.set_yticks(np.arange(-0.5, grid.shape[0]), minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
-    handles = [Patch(facecolor=COLOURS[o], edgecolor="#999999", label=o) for o in OUTCOMES]
+    present = set(grid.to_numpy().ravel())
+    handles = [
+        Patch(
+            facecolor=COLOURS[o],
+            edgecolor="#999999",
+            label=LABELS[o] + ("" if o in ("resolved", NOT_RUN) or not is_agent_outcome(o) else " (agent)"),
+        )
+        for o in OUTCOMES
+        if o in present
+    ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="outcome")
     ax.set_title("Outcome per task and run", pad=28)
     _save(figure, path)

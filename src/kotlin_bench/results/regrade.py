@@ -153,3 +153,17 @@ def apply(changes: Sequence[Change], root: Path = Path(".")) -> int:
         _move([names.VERIFIER_LOG, names.VERIFIER_OUT], staged, run_dir)
         _move([names.RESULT_FILE], staged, run_dir)
     return changed
+
+
+def headline(changes: Sequence[Change]) -> list[str]:
+    """Per agent: resolved runs now and after the regrade, and how the verdicts move
+    (`oracle: 5/5 resolved now, 4/5 after the regrade (1 run 1 -> 0, 4 unchanged)`)."""
+    lines = []
+    for agent in sorted({c.agent for c in changes}):
+        mine = [c for c in changes if c.agent == agent]
+        now = sum(1 for c in mine if c.old_reward == 1.0)
+        after = sum(1 for c in mine if c.new_reward == 1.0)
+        lines.append(
+            f"{agent}: {now}/{len(mine)} resolved now, {after}/{len(mine)} after the regrade ({totals(mine)})"
+        )
+    return lines

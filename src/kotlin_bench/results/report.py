@@ -261,3 +261,20 @@ def reasons_markdown() -> str:
     """The reason vocabulary as the README's table (a test keeps the README's copy equal to it)."""
     rows = [f"| `{reason.value}` | {REASON_TEXT[reason]} |" for reason in Reason]
     return "\n".join(["| reason | what it means |", "| --- | --- |", *rows])
+
+
+def terminal_headline(summary: pd.DataFrame, overall: pd.DataFrame, verdicts: Sequence[str]) -> list[str]:
+    """What a run's terminal ends on: per agent resolved/total, the rate and its interval, the errors; the
+    reproduction verdicts; where the details are."""
+    lines = []
+    for _, row in overall.iterrows():
+        label = agent_label(row["agent"], row["model"])
+        interval = f"95% CI {percent(row['wilson_low'])} - {percent(row['wilson_high'])}"
+        lines.append(
+            f"{label}: {row['resolved']}/{row['total']} resolved ({percent(row['resolve_rate'])}, {interval}), "
+            f"{plural(int(row['errors']), 'error')}"
+        )
+    errors = error_runs(summary)
+    lines += [*verdicts, *([error_note(errors)] if len(errors) else [])]
+    lines.append(f"details: {names.SUMMARY_MD}, {names.REPORT_HTML}, {names.SITE_INDEX}")
+    return lines

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from kotlin_bench.core.record import Status
+from kotlin_bench.results.summary import one_identity
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611
@@ -154,7 +155,8 @@ def rates(
 ) -> pd.DataFrame:
     """One row per group: counts, both rates, the bootstrap interval and (attempts > 1) pass@1..pass@max."""
     keys = list(by)
-    frame = summary.assign(model=summary["model"].fillna(""))
+    frame = one_identity(summary)
+    frame = frame.assign(model=frame["model"].astype(object).fillna(""))
     max_k = int(frame.groupby(["agent", "task"]).size().max()) if len(frame) else 0
     rows = [
         {**dict(zip(keys, key, strict=True)), **_rate_row(group, max_k, resamples, seed)}

@@ -142,6 +142,22 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(SUMMARY_SCHEMA)
 
 
+def one_identity(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every row of an agent with the agent's one identity: its kind and model (the models its runs name,
+    several joined by `,`). An agent's runs are counted as one agent even when a record lacks the model
+    (a summary written before predictions runs carried the file's model for tasks without a line)."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    for column in ("kind", "model"):
+        names = frame.groupby("agent")[column].agg(
+            lambda s: ",".join(sorted({str(v) for v in s.dropna() if v}))
+        )
+        joined = frame["agent"].map(names)
+        frame[column] = joined.where(joined != "", None).astype(frame[column].dtype)
+    return frame
+
+
 def summarize(result_paths: Iterable[Path], repeat_paths: Iterable[Path] = ()) -> pd.DataFrame:
     """One row per run (its verdict, repeat 1), with what its repeated verifications say, typed by
     SUMMARY_SCHEMA, sorted by agent, task, attempt."""
@@ -151,7 +167,7 @@ def summarize(result_paths: Iterable[Path], repeat_paths: Iterable[Path] = ()) -
         repeats.setdefault((result.agent, result.task, result.attempt), []).append(result)
     verdicts = [RunResult.read(Path(p)) for p in result_paths]
     rows = [summary_row(r, repeats.get((r.agent, r.task, r.attempt), ())) for r in verdicts]
-    frame = _typed(pd.DataFrame(rows, columns=SUMMARY_COLUMNS))
+    frame = one_identity(_typed(pd.DataFrame(rows, columns=SUMMARY_COLUMNS)))
     return frame.sort_values(["agent", "task", "attempt"], ignore_index=True)
 
 

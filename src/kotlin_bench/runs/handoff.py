@@ -466,6 +466,8 @@ def apply_patch(
     head, _, rest = text.partition("\n")
     parts = head.split("\t")
     if done.exit_code == 0 and parts[0] == "applied" and len(parts) == 3:
+        with log_path.open("a", encoding="utf-8") as log:  # ends the appliers' messages (the run's page)
+            log.write(f"kotlin-bench: the patch applied: candidate {parts[1]}, {parts[2]}\n")
         return done, PatchApplied(parts[2], tuple(candidates[int(parts[1])][0]))
     message = rest.strip()[-MAX_MESSAGE:] if parts[0] == "failed" else text.strip()[-MAX_MESSAGE:]
     with log_path.open("a", encoding="utf-8") as log:

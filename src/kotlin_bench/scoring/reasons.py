@@ -23,6 +23,7 @@ class Reason(StrEnum):
     """Why a run was not resolved: the stable vocabulary of summary.csv, in order of precedence (the first
     that applies names the row)."""
 
+    NO_PREDICTION = "no_prediction"
     EMPTY_PATCH = "empty_patch"
     PATCH_NOT_APPLIED = "patch_not_applied"
     PROCESS_LIMIT = "process_limit"
@@ -52,6 +53,7 @@ class Reason(StrEnum):
 
 
 REASON_TEXT: dict[Reason, str] = {
+    Reason.NO_PREDICTION: "the predictions file has no line for this task: a run of that agent, scored 0; the verifier was skipped",
     Reason.EMPTY_PATCH: "the agent (or its prediction) changed nothing; the verifier was skipped",
     Reason.PATCH_NOT_APPLIED: "the predicted patch did not apply to the repository; the verifier was skipped",
     Reason.PROCESS_LIMIT: "the agent's processes hit the container's process limit (engine.pids_limit), in the agent phase or in the verifier's tests: a fork bomb or a runaway process count",
@@ -76,6 +78,53 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.OTHER: "unresolved for a reason this vocabulary does not know (see reason_detail)",
 }
 
+class ReasonClass(StrEnum):
+    """What a reason says about the run, for colours and legends: the agent's outcomes (its work did not
+    pass the tests, could not be applied, was not there, hit a limit, tampered) apart from infrastructure
+    (the task or the harness failed: not the agent's outcome)."""
+
+    TESTS = "tests"
+    NOT_APPLIED = "not_applied"
+    NO_WORK = "no_work"
+    LIMIT = "limit"
+    TAMPERED = "tampered"
+    INFRASTRUCTURE = "infrastructure"
+
+
+CLASS_TEXT: dict[ReasonClass, str] = {
+    ReasonClass.TESTS: "the agent's work ran, and the expected tests did not pass",
+    ReasonClass.NOT_APPLIED: "the agent's work could not be captured or applied",
+    ReasonClass.NO_WORK: "there was no work to verify",
+    ReasonClass.LIMIT: "a time or process limit was hit",
+    ReasonClass.TAMPERED: "the verifier's verdict was forged",
+    ReasonClass.INFRASTRUCTURE: "the task or the harness failed: not the agent's outcome",
+}
+
+REASON_CLASS: dict[Reason, ReasonClass] = {
+    Reason.NO_PREDICTION: ReasonClass.NO_WORK,
+    Reason.EMPTY_PATCH: ReasonClass.NO_WORK,
+    Reason.PATCH_NOT_APPLIED: ReasonClass.NOT_APPLIED,
+    Reason.PROCESS_LIMIT: ReasonClass.LIMIT,
+    Reason.AGENT_TIMEOUT: ReasonClass.LIMIT,
+    Reason.VERIFIER_TIMEOUT: ReasonClass.LIMIT,
+    Reason.DIFF_UNAVAILABLE: ReasonClass.NOT_APPLIED,
+    Reason.DIFF_TOO_LARGE: ReasonClass.NOT_APPLIED,
+    Reason.WORK_TREE_GONE: ReasonClass.NOT_APPLIED,
+    Reason.AGENT_DIFF_NOT_APPLIED: ReasonClass.NOT_APPLIED,
+    Reason.VERIFIER_TAMPERED: ReasonClass.TAMPERED,
+    Reason.TEST_PATCH_FAILED: ReasonClass.TESTS,
+    Reason.TASK_INVALID: ReasonClass.INFRASTRUCTURE,
+    Reason.VERIFIER_FAILED: ReasonClass.INFRASTRUCTURE,
+    Reason.BUILD_FAILED: ReasonClass.TESTS,
+    Reason.NO_TEST_RESULTS: ReasonClass.TESTS,
+    Reason.P2P_REGRESSED: ReasonClass.TESTS,
+    Reason.NO_FIXED_TEST: ReasonClass.TESTS,
+    Reason.F2P_FAILED: ReasonClass.TESTS,
+    Reason.EXPECTED_MISSING: ReasonClass.TESTS,
+    Reason.INFRASTRUCTURE: ReasonClass.INFRASTRUCTURE,
+    Reason.OTHER: ReasonClass.TESTS,
+}
+
 # Raw codes (a result's `reason`, the verifier report's `reasons` up to the first ':') -> vocabulary.
 RAW_CODES: dict[str, Reason] = {
     **{reason.value: reason for reason in Reason},
@@ -94,6 +143,7 @@ RAW_CODES: dict[str, Reason] = {
 # Reasons the runner records for the whole run: they win over the verifier report's reasons.
 RUN_LEVEL = frozenset(
     {
+        Reason.NO_PREDICTION,
         Reason.EMPTY_PATCH,
         Reason.PATCH_NOT_APPLIED,
         Reason.PROCESS_LIMIT,

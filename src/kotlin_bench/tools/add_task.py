@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 
 from kotlin_bench.core import names
+from kotlin_bench.core.render import error_line
 from kotlin_bench.dataset.generate import generate
 from kotlin_bench.dataset.materialize import (
     FetchJson,
@@ -455,7 +456,7 @@ def _add_task_command(args: argparse.Namespace, spec: Path, tasks_dir: Path, con
     try:
         task_id, problems = add_task(options)
     except AddTaskError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+        print(error_line(str(exc)), file=sys.stderr, flush=True)
         return 1
     verdict = _verdict(task_id)
     counts = ", ".join(f"{cat} {n}" for cat, n in verdict.counts.items())

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from kotlin_bench.core.yamlfile import read_yaml
 
+DEFAULT_CONFIG = "config.yaml"
 MARKERS = ("Snakefile", "workflow/schemas/config.schema.yaml")
 
 
@@ -60,11 +61,12 @@ def resolve(args: argparse.Namespace) -> bool:
     return given is not None or found is not None
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """A workflow config file (YAML mapping); {} when it does not exist."""
-    if not path.is_file():
+def read_config(path: Path, required: bool = False) -> dict[str, Any]:
+    """A workflow config file (YAML mapping); {} when it does not exist and is not `required` (a file
+    named on the command line is)."""
+    if not path.is_file() and not required:
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a YAML mapping")
     return data
@@ -73,7 +75,8 @@ def read_config(path: Path) -> dict[str, Any]:
 def from_config(args: argparse.Namespace, defaults: dict[str, str]) -> dict[str, Any]:
     """`status` and `plan`: fill --spec, --tasks-dir (and --manifest) from the config in use when not given
     on the command line; returns the config (or {} when there is none)."""
-    config = read_config(args.config) if args.config else {}
+    given = args.config is not None and args.config != args.root / DEFAULT_CONFIG
+    config = read_config(args.config, required=given) if args.config else {}
     keys = {"spec": "spec", "tasks_dir": "tasks_dir", "manifest": "bases_manifest"}
     for attr, key in keys.items():
         if hasattr(args, attr) and getattr(args, attr) is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,24 +21,28 @@ from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.record import Status
+from kotlin_bench.results import outcomes
 from kotlin_bench.results.compare import Comparison
 from kotlin_bench.results.report import COMPARISON_NOTE, RATE_NOTE, headlines
 from kotlin_bench.results.site.pages import (
     INSTRUCTION_BYTES,
     PAIR_HEADER,
     PairRow,
-    read_text,
     grid,
     href,
     rate_table,
-    run_page,
+    read_text,
     task_rows,
 )
+from kotlin_bench.results.site.live import finished, running
+from kotlin_bench.results.site.pair import discordant
+from kotlin_bench.results.site.run import run_page
 from kotlin_bench.scoring.expected import CATEGORIES
 
 HERE = Path(__file__).resolve().parent
@@ -45,20 +50,23 @@ TEMPLATES = HERE / "templates"
 
 
 def environment() -> Environment:
-    """Autoescaped HTML; a key an older record lacks renders empty."""
-    return Environment(
+    """Autoescaped HTML; a key an older record lacks renders empty. Every page has the outcome colours."""
+    env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.globals["outcome_css"] = Markup(outcomes.css())
+    return env
 
 
 def code_digest() -> str:
-    """The templates, this package's code and the harness version: a change rebuilds every page."""
+    """The templates, this package's code, the colours and the harness version: a change rebuilds every
+    page."""
     sha = hashlib.sha256(HARNESS_VERSION.encode())
-    for path in sorted([*TEMPLATES.glob("*.j2"), *HERE.glob("*.py")]):
-        sha.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted([*TEMPLATES.rglob("*.j2"), *HERE.glob("*.py"), Path(outcomes.__file__)]):
+        sha.update(path.relative_to(HERE.parent).as_posix().encode() + b"\0" + path.read_bytes())
     return sha.hexdigest()[:16]
 
 
@@ -148,7 +156,7 @@ def _instruction(root: Path, tasks_dir: Path, task: str) -> str | None:
 def _run_pages(site: Site, inputs: SiteInputs) -> None:
     for result in inputs.results:
         # the result's own path names the run: <runs>/<agent>/<task>/attempt-<k>/result.json
-        agent, task, attempt = result.parts[-4], result.parts[-3], result.parts[-2].removeprefix("attempt-")
+        agent, task, attempt = _run_of(result)
         instruction = inputs.root / inputs.tasks_dir / task / names.INSTRUCTION
         key = f"{_stat_key(inputs.root / result)}|{_stat_key(instruction)}"
 
@@ -191,11 +199,15 @@ def _pair_pages(site: Site, inputs: SiteInputs) -> None:
     for (a, b), found in _pairs(inputs).items():
         page = names.site_pair_page(a, b)
         rows = [PairRow(c, "") for c in found]
-        key = _digest(json.dumps([c.row() for c in found], sort_keys=True, default=str))
+        tasks = sorted({t for c in found for t in (*c.only_a_tasks, *c.only_b_tasks)})
+        runs = inputs.summary[inputs.summary["agent"].isin([a, b]) & inputs.summary["task"].isin(tasks)]
+        key = _digest(
+            json.dumps([c.row() for c in found], sort_keys=True, default=str) + runs.to_csv(index=False)
+        )
         site.page(
             page,
             key,
-            lambda a=a, b=b, rows=rows, page=page: site.render(
+            lambda a=a, b=b, rows=rows, page=page, found=found: site.render(
                 "pair.html.j2",
                 a=a,
                 b=b,
@@ -203,7 +215,7 @@ def _pair_pages(site: Site, inputs: SiteInputs) -> None:
                 header=PAIR_HEADER,
                 note=COMPARISON_NOTE,
                 index=href(names.SITE_INDEX, page),
-                task_href=lambda t, page=page: href(names.site_task_page(t), page),
+                discordant=discordant(inputs.root, inputs.summary, found, a, b, page),
             ),
         )
 
@@ -223,8 +235,42 @@ def _index(site: Site, inputs: SiteInputs) -> None:
         pair_header=PAIR_HEADER,
         pairs=pairs,
         grid=grid(inputs.summary),
+        charts=[
+            (title, href(path, names.SITE_INDEX)) for title, path in CHARTS if (inputs.root / path).is_file()
+        ],
     )
     site.page(names.SITE_INDEX, _digest(text), lambda: text)
+
+
+CHARTS = (
+    ("Resolve rate per agent (95% Wilson interval)", names.PLOT_RATES),
+    ("Resolve rate per repository", names.PLOT_RATES_BY_REPOSITORY),
+    ("Outcome per task and run", names.PLOT_OUTCOMES),
+)
+
+
+def render_live(site: Site, root: Path, stamp: str = "") -> str:
+    """The page of runs in progress (`live.html`), as the results are now."""
+    done, total = finished(root, names.SITE_LIVE)
+    return site.render(
+        "live.html.j2", running=running(root), finished=done, total=total, more=total > len(done), stamp=stamp
+    )
+
+
+def live_update(root: Path, result_path: Path, tasks_dir: Path) -> None:
+    """After one run's verdict (a verify job): its page and the page of runs in progress, so that the
+    site follows a long run. The site's own build at the end rewrites both."""
+    site = Site(root)
+    page = names.site_run_page(*_run_of(result_path))
+    data = run_page(root, result_path, tasks_dir)
+    write_atomic(root / page, site.render("run.html.j2", p=data, r=data.result))
+    stamp = datetime.now(UTC).strftime("Written %Y-%m-%d %H:%M:%S UTC.")
+    write_atomic(root / names.SITE_LIVE, render_live(site, root, stamp))
+
+
+def _run_of(result: Path) -> tuple[str, str, str]:
+    """(agent, task, attempt) of <runs>/<agent>/<task>/attempt-<k>/result.json."""
+    return result.parts[-4], result.parts[-3], result.parts[-2].removeprefix("attempt-")
 
 
 def build_site(inputs: SiteInputs) -> BuildReport:
@@ -234,6 +280,8 @@ def build_site(inputs: SiteInputs) -> BuildReport:
     _task_pages(site, inputs)
     _pair_pages(site, inputs)
     _index(site, inputs)
+    text = render_live(site, inputs.root)
+    site.page(names.SITE_LIVE, _digest(text), lambda: text)
     return site.finish()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,9 @@ from kotlin_bench.core import names
 from kotlin_bench.core.record import RunResult, Status, Usage
 from kotlin_bench.engine.egress import EgressRequest, read_egress
 from kotlin_bench.results.compare import Comparison, interval, p_text, points
+from kotlin_bench.results.outcomes import LegendRow, legend, outcome_of, reason_of
 from kotlin_bench.results.report import WILSON_HEADER, display_rates, duration, money, reason_text, tokens
 from kotlin_bench.scoring.expected import CATEGORIES
-from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
 TAIL_LINES = 40
 TAIL_BYTES = 16 << 10
@@ -26,7 +26,6 @@ DIFF_BYTES = 512 << 10
 INSTRUCTION_BYTES = 64 << 10
 TRAJECTORY_STEPS = 300
 STEP_CHARS = 1200
-REASON_INDEX = {reason.value: i for i, reason in enumerate(Reason)}
 
 EGRESS_ROWS = 500  # the run page lists the first requests; egress.jsonl has them all
 
@@ -37,12 +36,14 @@ def href(target: str | Path, page: str | Path) -> str:
 
 
 def outcome_class(status: str, reason: Any) -> str:
-    """The grid's cell class: `s` resolved, `e` error, `u<k>` unresolved with the k-th reason word."""
-    if status == Status.RESOLVED:
-        return "s"
-    if status == Status.ERROR:
-        return "e"
-    return f"u{REASON_INDEX.get(str(reason), REASON_INDEX[Reason.OTHER])}"
+    """The CSS class of a run's outcome (`k-resolved`, `k-tests`, ...: one colour vocabulary)."""
+    return f"k-{outcome_of(status, reason)}"
+
+
+def outcome_word(status: str, reason: Any) -> str:
+    """`resolved`, or the reason word of an unresolved or errored run (an error: `infrastructure`)."""
+    word = reason_of(status, reason)
+    return "resolved" if word is None else word.value
 
 
 def read_text(path: Path, limit: int) -> tuple[str, bool]:
@@ -180,32 +181,6 @@ def run_logs(run_dir: Path, result: RunResult, page: str, root: Path) -> list[Lo
     return logs
 
 
-@dataclass
-class RunPage:
-    """Everything one run's page shows."""
-
-    result: RunResult
-    page: str
-    links: dict[str, str] = field(default_factory=dict)
-    instruction: str | None = None
-    instruction_cut: bool = False
-    diff: list[DiffLine] = field(default_factory=list)
-    diff_bytes: int | None = None
-    diff_cut: bool = False
-    categories: list[Category] = field(default_factory=list)
-    logs: list[Log] = field(default_factory=list)
-    trajectory: list[dict[str, str]] = field(default_factory=list)
-    usage: list[tuple[str, str]] = field(default_factory=list)
-    egress: list[EgressRequest] = field(
-        default_factory=list
-    )  # the agent phase's requests (first EGRESS_ROWS)
-    egress_total: int = 0
-
-    @property
-    def reason_text(self) -> str | None:
-        return reason_text(self.result.reason) if self.result.reason else None
-
-
 def usage_rows(usage: Usage, solve_tries: int = 1) -> list[tuple[str, str]]:
     """The agent's usage (`kotlin_bench.core.record.Usage`, any kind), as the run page shows it."""
     rows = []
@@ -222,48 +197,6 @@ def usage_rows(usage: Usage, solve_tries: int = 1) -> list[tuple[str, str]]:
     if solve_tries > 1:
         rows.append(("solve tries", str(solve_tries)))
     return rows
-
-
-def run_page(root: Path, result_path: Path, tasks_dir: Path) -> RunPage:
-    """The page of one run (`result_path` relative to `root`, the workflow directory)."""
-    result = RunResult.read(root / result_path)
-    page = names.site_run_page(result.agent, result.task, result.attempt)
-    run_dir = (root / result_path).parent
-    work = run_dir / names.WORK_DIR
-    usage = usage_rows(result.usage, result.solve_tries)
-    data = RunPage(result, page, categories=categories(result.verifier), usage=usage)
-    data.links = {
-        "task": href(names.site_task_page(result.task), page),
-        "index": href(names.SITE_INDEX, page),
-        "result.json": href(result_path, page),
-    }
-    if (work / names.WORK_FILE).is_file():
-        data.links["work.json"] = href(result_path.parent / names.WORK_DIR / names.WORK_FILE, page)
-    instruction = root / tasks_dir / result.task / names.INSTRUCTION
-    if instruction.is_file():
-        data.instruction, data.instruction_cut = read_text(instruction, INSTRUCTION_BYTES)
-    diff = work / names.AGENT_DIFF
-    if diff.is_file():
-        text, data.diff_cut = read_text(diff, DIFF_BYTES)
-        data.diff, data.diff_bytes = diff_lines(text), diff.stat().st_size
-        data.links["agent.diff"] = href(diff.relative_to(root), page)
-    data.logs = run_logs(run_dir, result, page, root)
-    record = work / names.EGRESS_RECORD
-    if record.is_file():
-        requests = read_egress(record)
-        data.egress, data.egress_total = requests[:EGRESS_ROWS], len(requests)
-        data.links[names.EGRESS_RECORD] = href(record.relative_to(root), page)
-    trajectory = work / result.usage.trajectory if result.usage.trajectory else None
-    if (
-        trajectory is not None
-        and trajectory.resolve().is_relative_to(work.resolve())
-        and trajectory.is_file()
-    ):
-        data.trajectory = trajectory_steps(trajectory)
-        data.links["trajectory.json"] = href(trajectory.relative_to(root), page)
-    if result.trial_result and (work / result.trial_result).is_file():
-        data.links["Harbor trial result.json"] = href((work / result.trial_result).relative_to(root), page)
-    return data
 
 
 # --------------------------------------------------------------------------- one task
@@ -308,13 +241,20 @@ def task_rows(runs: pd.DataFrame, page: str) -> list[dict[str, str]]:
 
 @dataclass
 class Grid:
-    """The task x agent grid: agents (columns), repositories (filter), and one row per task."""
+    """The task x agent grid: agents (columns), repositories (filter), the legend of the outcomes present,
+    and one row per task (each cell: the attempts' (link, CSS classes)). A square's classes are its
+    outcome's colour (`k-<outcome>`) and its word's index in `words` (`w<i>`): a few bytes per run, so
+    the index of 15,000 runs stays small; the page's script names a square on hover."""
 
     agents: list[str]
     repositories: list[str]
-    reasons: list[tuple[str, str, str]]  # (class, word, text) of the outcomes present
+    legend: list[LegendRow]
     rows: list[dict[str, Any]]
     attempts: int
+    words: list[str]  # `resolved` and the reason words present
+
+    def word_class(self, word: str) -> str:
+        return f"w{self.words.index(word)}"
 
 
 def grid(summary: pd.DataFrame) -> Grid:
@@ -324,16 +264,18 @@ def grid(summary: pd.DataFrame) -> Grid:
     agent_index = {a: i for i, a in enumerate(agents)}
     cells: dict[str, dict[int, list[tuple[str, str]]]] = {}
     repo_of: dict[str, str] = {}
-    present: set[str] = set()
+    present: set[tuple[str, str | None]] = set()
     ordered = summary.sort_values(["task", "agent", "attempt"])
+    words = sorted({outcome_word(s, r) for s, r in zip(ordered["status"], ordered["reason"], strict=True)})
     for task, agent, attempt, status, reason, repository in zip(
         ordered["task"], ordered["agent"], ordered["attempt"], ordered["status"], ordered["reason"],
         ordered["repository"].fillna(""), strict=True,
     ):  # fmt: skip
-        cls = outcome_class(status, reason)
-        present.add(cls)
+        word = outcome_word(status, reason)
+        present.add((outcome_of(status, reason), None if word == "resolved" else word))
         link = f"runs/{agent}/{task}/attempt-{attempt}.html"
-        cells.setdefault(task, {}).setdefault(agent_index[agent], []).append((link, cls))
+        classes = f"{outcome_class(status, reason)} w{words.index(word)}"
+        cells.setdefault(task, {}).setdefault(agent_index[agent], []).append((link, classes))
         repo_of[task] = repository
     rows = [
         {
@@ -344,20 +286,7 @@ def grid(summary: pd.DataFrame) -> Grid:
         for task in sorted(cells)
     ]
     attempts = int(summary["attempt"].max()) if len(summary) else 0
-    return Grid(agents, repositories, legend(present), rows, attempts)
-
-
-def legend(present: set[str]) -> list[tuple[str, str, str]]:
-    """(class, word, text) for each outcome class present: resolved, each reason word, error."""
-    found = []
-    if "s" in present:
-        found.append(("s", "resolved", "the expected tests passed: reward 1"))
-    for reason, index in REASON_INDEX.items():
-        if f"u{index}" in present:
-            found.append((f"u{index}", reason, REASON_TEXT[Reason(reason)]))
-    if "e" in present:
-        found.append(("e", "error", REASON_TEXT[Reason.INFRASTRUCTURE]))
-    return found
+    return Grid(agents, repositories, legend(present), rows, attempts, words)
 
 
 def rate_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -395,4 +324,4 @@ PAIR_HEADER = [
     "95% CI (paired bootstrap)",
     "p",
 ]
-__all__ = ["PAIR_HEADER", "WILSON_HEADER", "Grid", "PairRow", "RunPage", "grid", "run_page", "task_rows"]
+__all__ = ["PAIR_HEADER", "WILSON_HEADER", "Grid", "PairRow", "grid", "task_rows"]

@@ -4,8 +4,8 @@ A predictions file is work already: the solve step writes the task's patch into 
 (`prediction.patch`) and its work record, without a container. The verify step applies it in the fresh
 verifier container as given, then normalised, each with SWE-bench's appliers in order
 (`kotlin_bench.runs.handoff.apply_patch`). So a predictions file scored again after a scorer change costs
-only verification. An empty or missing patch is a result (reward 0, reason `empty_patch`); one that does
-not apply too (`patch_not_applied`, the last applier's message kept).
+only verification. A task the file has no line for is a run of the agent too (reward 0, reason
+`no_prediction`), an empty patch one with reason `empty_patch`; one that does not apply too (`patch_not_applied`, the last applier's message kept).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import PatchKind, WorkRecord
-from kotlin_bench.dataset.predictions import PredictionsError, load_predictions
+from kotlin_bench.dataset.predictions import PredictionsError, file_model, load_predictions
 from kotlin_bench.runs.agents.base import AgentKind
 from kotlin_bench.runs.agents.config import Agent, AgentConfigError
 from kotlin_bench.runs.solve import SolveContext, clear
@@ -42,12 +42,17 @@ class Predictions(AgentKind):
         clear(ctx.work_dir)
         record = ctx.new_record()
         try:
-            prediction = load_predictions(ctx.root / agent.predictions).get(task.id)
+            predictions = load_predictions(ctx.root / agent.predictions)
         except PredictionsError as exc:
             raise AgentConfigError(str(exc)) from None
-        record.model = agent.model or (prediction.model if prediction else None)
+        prediction = predictions.get(task.id)
+        # the agent's identity is the config's (or the whole file's), the same for every task
+        record.model = agent.model or file_model(predictions)
         log = ctx.work_dir / names.AGENT_LOG
-        if prediction is None or not prediction.patch.strip():
+        if prediction is None:
+            log.write_text(f"predictions: {agent.predictions} has no line for {task.id}\n", encoding="utf-8")
+            record.outcome = Reason.NO_PREDICTION
+        elif not prediction.patch.strip():
             log.write_text(f"predictions: no patch for {task.id} in {agent.predictions}\n", encoding="utf-8")
             record.outcome = Reason.EMPTY_PATCH
         else:

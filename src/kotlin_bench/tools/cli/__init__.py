@@ -1,4 +1,5 @@
-"""`kotlin-bench ...`: generate, materialize and check the dataset; build the base images.
+"""`kotlin-bench ...`: the dataset, the results and the engine's leftovers of kotlin-bench (runs themselves
+are `snakemake --cores N` in the workflow directory).
 
 Subcommands:
 
@@ -9,7 +10,8 @@ Subcommands:
   repository, and the manifest (every task's FROM names an entry, every entry has a recipe) are
   well-formed. (Whether a task's tests behave as its expected lists say is the task validation, a
   Snakemake target: ``snakemake results/validation/summary.csv``.)
-- ``status``: per task, whether it is materialized and whether its files match the published digests.
+- ``status``: per task, whether it is materialized and whether its files match the published digests; then
+  the runs per agent (done, to do, errors).
 - ``plan``: what would be built, in order: base images, then task images.
 - ``fidelity``: compare the task directories and base recipes with the published benchmark, by meaning;
   exit 1 on a behaviour-changing difference the specification does not list as intended.
@@ -41,31 +43,62 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kotlin_bench import HARNESS_VERSION
+from kotlin_bench import HARNESS_VERSION, RESULTS_LAYOUT
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
 from kotlin_bench.tools import add_task, model_server
 from kotlin_bench.tools.cli import clean, dataset, egress, results
-from kotlin_bench.tools.cli.text import err
+from kotlin_bench.tools.cli.text import report_error
 from kotlin_bench.tools.root import OUTSIDE, resolve
+
+DEPRECATED = ("validate",)  # old names kept for one release, not listed
+# The modules that add commands, by what their commands work on (`kotlin-bench --help` lists them so).
+GROUPS = (
+    ("dataset", dataset.register),
+    ("dataset", add_task.register),
+    ("results", results.register),
+    ("engine", clean.register),
+    ("engine", egress.register),
+    ("agents", model_server.register),
+)
+
+
+def epilog(groups: dict[str, list[str]]) -> str:
+    return "\n".join(
+        [
+            "commands:",
+            *(f"  {group:<9}{', '.join(commands)}" for group, commands in groups.items()),
+            "",
+            "runs: `snakemake --cores N` in the workflow directory (`kotlin-bench status` shows them per agent);",
+            "`kotlin-bench COMMAND --help` for one command.",
+        ]
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kotlin-bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=f"kotlin-bench {HARNESS_VERSION}")
+    parser = argparse.ArgumentParser(
+        prog="kotlin-bench",
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kotlin-bench {HARNESS_VERSION} (results layout {RESULTS_LAYOUT})",
+    )
     parser.add_argument(
         "--root",
         type=Path,
         default=None,
         help="the workflow directory (default: the one the working directory is in)",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    dataset.register(sub)
-    results.register(sub)
-    clean.register(sub)
-    egress.register(sub)
-    add_task.register(sub)
-    model_server.register(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    groups: dict[str, list[str]] = {}
+    for group, register in GROUPS:
+        before = set(sub.choices)
+        register(sub)
+        groups.setdefault(group, []).extend(c for c in sub.choices if c not in before and c not in DEPRECATED)
+    parser.epilog = epilog(groups)
     return parser
 
 
@@ -78,8 +111,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into a pager or `head` that closed early
         sys.stderr.close()
         return 0
-    except (SpecError, MaterializeError, FileNotFoundError, FileExistsError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    except (SpecError, MaterializeError, OSError, KeyError, ValueError) as exc:
         hint = "" if inside else f" ({OUTSIDE})"
-        err(f"error: {message}{hint}")
+        report_error(f"{one_line(exc)}{hint}")
         return 2
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of an error the commands report: a file error names the file and what is wrong in words
+    (never `[Errno 2]`)."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.filename is not None:
+        what = (
+            "no such file or directory" if isinstance(exc, FileNotFoundError) else (exc.strerror or str(exc))
+        )
+        return f"{exc.filename}: {what.lower()}"
+    return str(exc)

@@ -21,7 +21,7 @@ from kotlin_bench.core import names
 from kotlin_bench.engine.leftovers import Findings, Leftover, Owner, Removal
 from kotlin_bench.engine.retention import CLEAN
 from kotlin_bench.runs.activity import Activity, LockState
-from kotlin_bench.tools.cli.text import err, out, table
+from kotlin_bench.tools.cli.text import err, out, report_error, table
 from kotlin_bench.tools.root import OUTSIDE, add_root, find_root
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     try:
         client = connect(_engine_of(root)).client
     except EngineError as exc:
-        err(f"error: {exc}")
+        report_error(str(exc))
         return 2
     findings = find(client, Owner.of(root), activity.live(), all_images=args.all_images)
     out(f"workspace {root} (tag {names.workdir_tag(root)})")

@@ -28,7 +28,7 @@ from kotlin_bench.dataset.materialize import (
 )
 from kotlin_bench.dataset.spec import Dataset, SpecError, ValidationMark, load_dataset
 from kotlin_bench.dataset.task import TaskError, load_task
-from kotlin_bench.tools.cli.text import deprecated, err, out, table
+from kotlin_bench.tools.cli.text import deprecated, err, out, report_error, table
 from kotlin_bench.tools.root import Rooted, add_root, from_config, selection
 
 DEFAULT_SPEC = Rooted(names.BENCHMARK_SPEC)
@@ -232,7 +232,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     licenses = Counter(t.license for t in dataset.tasks)
     out("licenses: " + ", ".join(f"{lic} {n}" for lic, n in licenses.most_common()))
     for problem in problems:
-        err(f"error: {problem}")
+        report_error(problem)
     if problems:
         err(f"{len(problems)} problem(s)")
         return 1
@@ -240,17 +240,29 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 0
 
 
+DIGESTS = {"yes": "match", "no": "differ", "unknown": "none"}
+STATUS_LEGEND = (
+    "materialized: the upstream-authored files (fix.patch, test.patch, instruction.md, expected_tests.json) "
+    "are in the task directory; published digests: those files against the digests the dataset records "
+    "(none: the dataset records none, as for the examples); validation: the task validation's verdict"
+)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    """The dataset's tasks (materialized, published digests, validation), then the runs per agent."""
+    from kotlin_bench.results.status import HEADER, LEGEND, agent_runs
+
     config = from_config(args, CONFIG_DEFAULTS)
     dataset = load_dataset(args.spec)
     rows = []
     counts: Counter[str] = Counter()
     if config:
         out(f"config {args.config}: {args.spec}, {args.tasks_dir}")
-    for task in dataset.select(selection(config, args.tasks, args.spec)):
+    selected = dataset.select(selection(config, args.tasks, args.spec))
+    for task in selected:
         status = task_status(task, args.tasks_dir / task.id)
         counts["materialized" if status.materialized else "not materialized"] += 1
-        counts[f"verified {status.verified}"] += 1
+        counts[f"published digests {DIGESTS[status.verified]}"] += 1
         detail = ""
         if status.missing:
             detail = "missing " + ", ".join(status.missing)
@@ -262,7 +274,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             (
                 task.id,
                 "yes" if status.materialized else "no",
-                status.verified,
+                DIGESTS[status.verified],
                 status.source or "-",
                 task.validation or "-",
                 detail,
@@ -270,8 +282,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         if task.validation:
             counts[f"validation {task.validation}"] += 1
-    out(table(rows, ("task", "materialized", "verified", "source", "validation", "detail")))
+    out(table(rows, ("task", "materialized", "published digests", "source", "validation", "detail")))
     out(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    out(f"legend: {STATUS_LEGEND}")
+    agents = [str(a.get("name")) for a in config.get("agents") or [] if isinstance(a, dict)]
+    if agents:
+        attempts = int(config.get("attempts") or 1)
+        found = agent_runs(args.root, agents, [t.id for t in selected], attempts)
+        out("")
+        out(f"runs ({names.runs_root()}, {attempts} attempt(s) per task and agent):")
+        out(table([r.row() for r in found], HEADER))
+        out(f"legend: {LEGEND}")
     return 0
 
 
@@ -284,7 +305,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         entries = order_recipes(parse_manifest(args.manifest), args.root)
     except (OSError, ImageError) as exc:
-        err(f"error: {exc}")
+        report_error(str(exc))
         return 1
     tasks = dataset.select(selection(config, args.tasks, args.spec))
     needed = {t.base_image for t in tasks}
@@ -438,7 +459,10 @@ def register(sub: Any) -> None:
         p.add_argument("--materialized", action="store_true", help="also require the materialized files")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("status", help="materialization and verification per task of the config in use")
+    p = sub.add_parser(
+        "status",
+        help="the tasks of the config in use (materialized, digests, validation) and its runs per agent",
+    )
     common(p, config=True)
     p.add_argument("tasks", nargs="*", help="task ids (default: all)")
     p.set_defaults(func=cmd_status)

@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kotlin_bench import LEGACY_LAYOUT, RESULTS_LAYOUT
 from kotlin_bench.core import names
 from kotlin_bench.core.record import errored_results, failed_step_outputs
-from kotlin_bench.tools.cli.text import err, out
+from kotlin_bench.dag.progress import PREFIX
+from kotlin_bench.tools.cli.text import err, out, report_error
 from kotlin_bench.tools.cli.text import table as render_table
-from kotlin_bench.tools.root import Rooted, add_root
+from kotlin_bench.tools.root import Rooted, add_root, read_config
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -22,6 +24,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from kotlin_bench.results.reproduce.verdicts import merge_verdicts
     from kotlin_bench.results.summary import read_summary
 
+    if not args.summary.is_file():
+        raise ValueError(
+            f"{args.summary}: no such file; the summary of a run is {names.SUMMARY_CSV} (written by `snakemake`)"
+        )
     summary = read_summary(args.summary)
     agents = sorted(set(summary["agent"]))
     if args.agent not in agents:
@@ -98,19 +104,26 @@ def cmd_errors(args: argparse.Namespace) -> int:
 
 def cmd_regrade(args: argparse.Namespace) -> int:
     """Verify every run's work again (the DAG's `regrade` target: no agent runs), show what changes, and
-    with --apply move the new verdicts into place (each changed run keeps its previous one)."""
-    from kotlin_bench.results.regrade import apply, read_changes, totals
+    with --apply move the new verdicts into place (each changed run keeps its previous one). Snakemake's
+    job output goes to a log; the terminal shows the progress line and ends on the per-agent headline."""
+    from kotlin_bench.results.regrade import apply, headline, read_changes, totals
 
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "regrade", "--quiet", "rules"]
     for path in args.configfile:
+        read_config(
+            path, required=True
+        )  # one line naming the file (and line) instead of Snakemake's traceback
         cmd += ["--configfile", str(path.resolve())]
-    done = subprocess.run(cmd, cwd=args.root, check=False)
-    if done.returncode != 0:
-        err(
-            f"error: the regrade's verifications failed (snakemake exited {done.returncode}); see results/logs/regrade/"
-        )
-        return done.returncode
-    changes = read_changes(args.root / names.REGRADE_CSV)  # snakemake printed changes.md
+    log = Path(names.log("regrade", "snakemake"))
+    code = run_logged(cmd, args.root, args.root / log)
+    if code != 0:
+        report_error(f"the regrade's verifications failed (snakemake exited {code}); see {log}")
+        return code
+    changes = read_changes(args.root / names.REGRADE_CSV)
+    out("")
+    for line in headline(changes):
+        out(line)
+    out(f"details: {names.REGRADE_MD}")
     if not args.apply:
         out(f"regrade: {totals(changes)}; nothing was changed (apply with `kotlin-bench regrade --apply`)")
         return 0
@@ -119,18 +132,34 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_logged(cmd: list[str], cwd: Path, log: Path) -> int:
+    """Run `cmd` with its output in `log`; its own lines (`kotlin-bench: ...`: progress, errors) are shown
+    on stderr as they come."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as sink:
+        process = subprocess.Popen(
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            sink.write(line)
+            if line.startswith(PREFIX):
+                err(line.rstrip("\n"))
+        return process.wait()
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
-    """Results of kotlin-bench 0.2 into today's layout (the agents' work kept; nothing solved again)."""
+    """Results of layout 1 (one step solved and scored) into today's layout (the agents' work kept; nothing solved again)."""
     from kotlin_bench.tools.migrate import migrate
 
     if not (args.results / "runs").is_dir():
-        err(f"error: {args.results / 'runs'} does not exist: no results to migrate")
+        report_error(f"{args.results / 'runs'} does not exist: no results to migrate")
         return 2
     migrated = migrate(args.results)
     for run_dir in migrated:
         out(f"migrated {run_dir}")
     out(
-        f"{len(migrated)} run(s) migrated"
+        f"{len(migrated)} run(s) migrated from results layout {LEGACY_LAYOUT} to {RESULTS_LAYOUT}"
         + (
             "; the next snakemake verifies them again from their kept work (no agent runs)"
             if migrated
@@ -146,6 +175,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from kotlin_bench.results.compare import compare, display_comparisons
     from kotlin_bench.results.summary import read_summary
 
+    if not args.summary.is_file():
+        raise ValueError(
+            f"{args.summary}: no such file; the summary of a run is {names.SUMMARY_CSV} (written by `snakemake`)"
+        )
     summary = read_summary(args.summary)
     agents = sorted(set(summary["agent"]))
     for agent in (args.agent_a, args.agent_b):
@@ -198,7 +231,8 @@ def register(sub: Any) -> None:
     add_root(p)
     p.set_defaults(func=cmd_regrade)
 
-    p = sub.add_parser("migrate", help="move results of kotlin-bench 0.2 into today's layout, once")
+    what = f"move results of layout {LEGACY_LAYOUT} (one step solved and scored) into layout {RESULTS_LAYOUT}, once"
+    p = sub.add_parser("migrate", help=what, description=f"{what} (the package version is another number).")
     p.add_argument(
         "--results", type=Path, default=Rooted(names.RESULTS), help="results directory (default: results)"
     )

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kotlin_bench.core.render import error_line
+
 
 def out(text: str = "") -> None:
     print(text, flush=True)
@@ -14,6 +16,11 @@ def out(text: str = "") -> None:
 
 def err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+def report_error(message: str) -> None:
+    """An error on stderr with the one prefix every command and the workflow use."""
+    err(error_line(message))
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
