@@ -475,7 +475,7 @@ def test_help_lists_every_command_by_group() -> None:
         line.split(None, 1) for line in text.split("commands:\n", 1)[1].splitlines() if line.startswith("  ")
     ]
     grouped = [c.strip() for _, names in listed for c in names.split(",")]
-    assert [group for group, _ in listed] == ["dataset", "results", "engine"]
+    assert [group for group, _ in listed] == ["dataset", "results", "engine", "agents"]
     assert sorted(grouped) == sorted(c for c in commands if c not in DEPRECATED)
     assert "snakemake --cores N" in text
 

@@ -122,6 +122,7 @@ REASON_CLASS: dict[Reason, ReasonClass] = {
     Reason.F2P_FAILED: ReasonClass.TESTS,
     Reason.EXPECTED_MISSING: ReasonClass.TESTS,
     Reason.INFRASTRUCTURE: ReasonClass.INFRASTRUCTURE,
+    Reason.NOT_RUN: ReasonClass.INFRASTRUCTURE,
     Reason.OTHER: ReasonClass.TESTS,
 }
 
