@@ -22,7 +22,7 @@ from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO, copy_repo, snakemake
+from tests.conftest import EXAMPLES, REPO, copy_repo, snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 HARBOR = Path(os.environ.get("KOTLIN_BENCH_HARBOR", REPO / ".harbor"))
@@ -133,7 +133,8 @@ def results(
         for t in tasks
     ]
     (work / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
-    calc, _calc6, semver, slug, _units = tasks  # calc-6 and units-12 have no line at all: missing predictions
+    # sorted: calc-4, calc-6, semver-6, slug-8, then the others; calc-6 and the others have no line (missing)
+    calc, _calc6, semver, slug, *_others = tasks
     bad = [
         {"instance_id": calc, "model_name_or_path": "bad", "model_patch": ""},
         {"org": "examples", "repo": "semver", "number": 6, "fix_patch": NOT_A_PATCH},
@@ -211,13 +212,13 @@ def by_agent(frame: pd.DataFrame, agent: str) -> pd.Series:
 
 def test_gold_predictions_and_harbor_agree_with_our_oracle(results: pd.DataFrame) -> None:
     oracle = by_agent(results, "oracle")
-    assert len(oracle) == 5 and (oracle == 1.0).all()
+    assert len(oracle) == len(EXAMPLES) and (oracle == 1.0).all()
     pd.testing.assert_series_equal(by_agent(results, "gold"), oracle, check_names=False)
     pd.testing.assert_series_equal(
         by_agent(results, "harbor-oracle"), oracle[HARBOR_TASKS], check_names=False
     )
     nop = by_agent(results, "nop")
-    assert len(nop) == 5 and (nop == 0.0).all()
+    assert len(nop) == len(EXAMPLES) and (nop == 0.0).all()
     pd.testing.assert_series_equal(by_agent(results, "harbor-nop"), nop[HARBOR_TASKS], check_names=False)
     gold_models = results[results.agent == "gold"]["model"]
     assert (gold_models == "gold").all()
