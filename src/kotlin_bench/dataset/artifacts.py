@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kotlin_bench.core.retrieval import coordinate_matches
+
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _GROUP = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"
 PATTERN = re.compile(rf"(?P<group>{_GROUP})(?::(?P<artifact>{_NAME})?(?P<star>\*)?)?")
@@ -52,12 +54,9 @@ class Coordinate:
         return cls(found["group"], Scope.GROUP)
 
     def covers(self, group: str, artifact: str) -> bool:
-        """Whether the artifact `group:artifact` is one of this pattern's."""
-        if self.scope is Scope.GROUP:
-            return group == self.group or group.startswith(self.group + ".")
-        if group != self.group:
-            return False
-        return artifact.startswith(self.artifact) if self.scope is Scope.PREFIX else artifact == self.artifact
+        """Whether the artifact `group:artifact` is one of this pattern's (the retrieval classifier's one
+        matcher, `kotlin_bench.core.retrieval.coordinate_matches`)."""
+        return coordinate_matches(str(self), group, artifact)
 
     def __str__(self) -> str:
         if self.scope is Scope.GROUP:
