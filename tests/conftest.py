@@ -368,6 +368,8 @@ def run_verdicts(
 
 def verdict_table(summary: pd.DataFrame) -> pd.DataFrame:
     chance = summary.task.isin(HOSTNAME_DEPENDENT) & (summary.status != "resolved")
+    # A column with no value at all reads as float: the mark is text.
+    summary = summary.astype({"reason": object, "reason_detail": object})
     summary.loc[chance, ["reason", "reason_detail"]] = "(by chance)"
     return summary[VERDICT].sort_values(["agent", "task", "attempt"]).reset_index(drop=True)
 

@@ -85,7 +85,12 @@ def test_the_command_runs_the_package_of_the_checkout_it_works_in(clones: tuple[
                 timeout=120,
                 env=installed,
             )
-            assert done.stdout.strip() == f"kotlin-bench {version}", (where, extra, done.stderr)
+            assert done.stdout.startswith(f"kotlin-bench {version} ("), (
+                where,
+                extra,
+                done.stdout,
+                done.stderr,
+            )
 
 
 def test_a_checkout_that_cannot_run_its_own_package_refuses(tmp_path: Path) -> None:

@@ -385,7 +385,9 @@ def test_the_command_merges_verdicts_and_fails_on_unknown_rows(
     capsys.readouterr()
     assert main([*common, "--agent", "claude", "--reference", "leaderboard:Opus 4.7"]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("kotlin-bench: error: no leaderboard row 'Opus 4.7'; the known rows, closest first:")
+    assert error.startswith(
+        "kotlin-bench: error: no leaderboard row 'Opus 4.7'; the known rows, closest first:"
+    )
     assert error.count("\n  leaderboard:") == 19
     assert main([*common, "--agent", "nobody", "--reference", TOP]) == 2
     assert "no runs of agent 'nobody' (agents: claude, other)" in capsys.readouterr().err

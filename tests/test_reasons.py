@@ -72,6 +72,10 @@ def test_every_reason_has_a_class_and_every_class_a_colour() -> None:
 
     assert set(REASON_CLASS) == set(Reason)
     assert {c.value for c in ReasonClass} < set(ORDER) == set(COLOURS) == set(LABELS) == set(TEXT)
-    assert outcome_of("error", "infrastructure") == "infrastructure" == outcome_of("unresolved", "task_invalid")
-    assert outcome_of("unresolved", "no_prediction") == "no_work" and outcome_of("resolved", None) == "resolved"
+    assert (
+        outcome_of("error", "infrastructure") == "infrastructure" == outcome_of("unresolved", "task_invalid")
+    )
+    assert (
+        outcome_of("unresolved", "no_prediction") == "no_work" and outcome_of("resolved", None) == "resolved"
+    )
     assert outcome_of("unresolved", "a word from elsewhere") == REASON_CLASS[Reason.OTHER].value

@@ -20,7 +20,7 @@ import yaml
 from kotlin_bench.core import names
 from kotlin_bench.engine.engine import connect
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import REPO, snakemake
+from tests.conftest import EXAMPLES, REPO, snakemake
 from tests.test_workflow_e2e import REPORT_JOBS, planned_jobs
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
@@ -73,7 +73,7 @@ def test_what_only_verification_reads_is_reverified_without_redoing_the_agents_w
     Workspace(ws).edit_task(TASK, "verifier", "timeout_sec", "301.0")
     assert planned_jobs(ws) == REPORT_JOBS | {"verify": 2}
     (ws / "strict.yaml").write_text(yaml.safe_dump({"verifier": {"test_patch": "strict"}}))
-    assert planned_jobs(ws, "--configfile", "strict.yaml") == REPORT_JOBS | {"verify": 10}
+    assert planned_jobs(ws, "--configfile", "strict.yaml") == REPORT_JOBS | {"verify": 2 * len(EXAMPLES)}
     # What the agent reads redoes its work: its phase of task.toml, the oracle's gold patch.
     Workspace(ws).edit_task(TASK, "agent", "timeout_sec", "301.0")
     assert planned_jobs(ws) == REPORT_JOBS | {"solve": 2, "verify": 2}
@@ -248,7 +248,9 @@ def test_results_of_0_2_are_refused_then_migrated_without_solving_again(
         refused.stdout + refused.stderr,
     )
     done = subprocess.run(["kotlin-bench", "migrate"], cwd=ws, capture_output=True, text=True)
-    assert done.returncode == 0 and "2 run(s) migrated from results layout 1 to 2" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and "2 run(s) migrated from results layout 1 to 2" in done.stdout, (
+        done.stdout + done.stderr
+    )
     nop = json.loads((ws / names.verify_result("nop", TASK, 1)).read_text())
     assert (nop["reason"], nop["reason_detail"].split(";")[0]) == ("no_fixed_test", "no_fixed_test")
     assert (ws / names.work_record("oracle", TASK, 1)).is_file()

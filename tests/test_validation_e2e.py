@@ -46,16 +46,29 @@ def example_tasks() -> list[str]:
     return [t["id"] for t in json.loads((REPO / SPEC).read_text())["tasks"]]
 
 
+def spec_block(text: str, task_id: str) -> tuple[int, int]:
+    """Where a task's entry is in the spec's text, with the comma before it."""
+    start = text.index(f',\n    {{\n      "id": "{task_id}"')
+    following = text.find(',\n    {\n      "id": ', start + 1)
+    return start, following if following >= 0 else text.rindex("\n  ]\n}")
+
+
 def take_out(root: Path, task_id: str) -> None:
     """Remove a task from a copy: its spec entry, its task directory and its expected list."""
     spec = root / SPEC
     text = spec.read_text()
-    start, end = text.index(f',\n    {{\n      "id": "{task_id}"'), text.rindex("\n  ]\n}")
-    assert json.loads(text)["tasks"][-1]["id"] == task_id  # the last entry, as add-task appends
+    start, end = spec_block(text, task_id)
     spec.write_text(text[:start] + text[end:])
     assert task_id not in spec.read_text()
     shutil.rmtree(root / "examples/tasks" / task_id)
     (root / "examples/expected" / f"{task_id}.json").unlink()
+
+
+def appended_last(text: str, task_id: str) -> str:
+    """The spec's text with a task's entry moved to the end, where add-task appends it."""
+    start, end = spec_block(text, task_id)
+    rest, tail = text[:start] + text[end:], text.rindex("\n  ]\n}") - (end - start)
+    return rest[:tail] + text[start:end] + rest[tail:]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +89,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace) -
 def added(ws: Workspace) -> subprocess.CompletedProcess[str]:
     take_out(ws.root, NEW)
     return subprocess.run(
-        [*ADD, "examples/calc#6", "--write-expected"],
+        [*ADD, "examples/calc#6", "--base-version", "1.0.0", "--fix-release", "1.2.0", "--write-expected"],
         cwd=ws.root,
         capture_output=True,
         text=True,
@@ -89,7 +102,7 @@ def test_add_task_reproduces_the_committed_fifth_task(
 ) -> None:
     assert added.returncode == 0, added.stdout[-4000:] + added.stderr[-4000:]
     assert f"{NEW}: valid (f2p 4, p2p 12, s2p 0, n2p 0; 1 flaky test(s) left out: {FLAKY})" in added.stdout
-    assert (ws.root / SPEC).read_text() == (REPO / SPEC).read_text()
+    assert (ws.root / SPEC).read_text() == appended_last((REPO / SPEC).read_text(), NEW)
     committed = [
         f for f in checkout_files(REPO) if f.startswith((f"examples/tasks/{NEW}/", "examples/expected/"))
     ]

@@ -114,6 +114,8 @@ def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
     assert out.returncode == 0, out.stderr[-3000:]
     oracle = (workspace / "results/reproduce/oracle.md").read_text()
     assert f"NOT REPRODUCED: 1 task differs: {tasks[0]}" in oracle
-    assert "REPRODUCED: 5/5 tasks agree" in (workspace / "results/reproduce/nop.md").read_text()
+    assert (
+        f"REPRODUCED: {len(tasks)}/{len(tasks)} tasks agree"
+        in (workspace / "results/reproduce/nop.md").read_text()
+    )
     assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "all": 1}
-

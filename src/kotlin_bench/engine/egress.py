@@ -286,7 +286,7 @@ def _put(container: Container, path: str, content: bytes, like: tarfile.TarInfo 
 def install(container: Container, ca_dir: Path) -> Trust:
     """Make the running container trust the CA in `ca_dir` (see the module's docstring)."""
     ca = (ca_dir / names.EGRESS_CA_CERT).read_bytes()
-    result = container.exec_run(["bash", "-c", FIND_TRUST], user="root")
+    result = container.exec_run(["bash", "-c", FIND_TRUST], user="root", workdir="/")
     output = result.output.decode("utf-8", "replace")
     if result.exit_code not in (0, 1):
         raise EgressError(f"finding the task container's trust stores failed: {output[-300:]}")
@@ -328,7 +328,7 @@ def restore(container: Container, trust: Trust) -> None:
     for path, info, content in trust.replaced:
         _put(container, path, content, info)
     if trust.stores:
-        result = container.exec_run(["rm", "-f", "--", *trust.stores], user="root")
+        result = container.exec_run(["rm", "-f", "--", *trust.stores], user="root", workdir="/")
         if result.exit_code != 0:
             raise EgressError(f"removing the JDKs' {JSSE} failed: {result.output[-300:]!r}")
 

@@ -70,7 +70,7 @@ def proxy_lines(host: str, port: int) -> str:
 
 def jdk_net_properties(container: Container) -> list[str]:
     """The real paths of the net.properties of every JDK in the running container."""
-    result = container.exec_run(["bash", "-c", FIND_JDKS], user="root")
+    result = container.exec_run(["bash", "-c", FIND_JDKS], user="root", workdir="/")
     output = result.output.decode("utf-8", "replace")
     if result.exit_code != 0:
         raise JvmProxyError(f"finding the JDKs failed (exit {result.exit_code}): {output[-300:]}")
@@ -91,7 +91,7 @@ def _read(container: Container, path: str, mtime: int) -> Saved:
 def _mtimes(container: Container, paths: list[str]) -> dict[str, int]:
     """The files' modification times in whole seconds, as `stat` truncates them. An archive's header is
     no substitute: Podman's rounds to the nearest second, so a restore from it could move a file's time."""
-    result = container.exec_run(["stat", "-c", "%Y %n", "--", *paths], user="root")
+    result = container.exec_run(["stat", "-c", "%Y %n", "--", *paths], user="root", workdir="/")
     output = result.output.decode("utf-8", "replace")
     if result.exit_code != 0:
         raise JvmProxyError(f"reading the JDKs' net.properties times failed: {output[-300:]}")
@@ -106,7 +106,7 @@ def configure(container: Container, host: str, port: int) -> list[Saved]:
     saved = [_read(container, path, mtimes[path]) for path in paths]
     if saved:
         command = ["bash", "-c", APPEND, "append", proxy_lines(host, port), *(s.path for s in saved)]
-        result = container.exec_run(command, user="root")
+        result = container.exec_run(command, user="root", workdir="/")
         if result.exit_code != 0:
             restore(container, saved)
             raise JvmProxyError(f"writing the JDKs' net.properties failed: {result.output[-300:]!r}")

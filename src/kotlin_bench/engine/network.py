@@ -626,7 +626,7 @@ def _wait_listening(proxy: Container) -> None:
 
 
 def _read_file(container: Container, path: str) -> bytes | None:
-    result = container.exec_run(["cat", path], user="root")
+    result = container.exec_run(["cat", path], user="root", workdir="/")
     return result.output if result.exit_code == 0 else None
 
 
@@ -636,6 +636,6 @@ def _write_file(container: Container, path: str, content: bytes | None) -> None:
         return
     script = 'printf "%s" "$1" > "$2"'
     text = content.decode("utf-8", "replace")
-    result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root")
+    result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root", workdir="/")
     if result.exit_code != 0:
         raise NetworkError(f"writing {path} failed: {result.output.decode('utf-8', 'replace')[-300:]}")

@@ -78,6 +78,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.OTHER: "unresolved for a reason this vocabulary does not know (see reason_detail)",
 }
 
+
 class ReasonClass(StrEnum):
     """What a reason says about the run, for colours and legends: the agent's outcomes (its work did not
     pass the tests, could not be applied, was not there, hit a limit, tampered) apart from infrastructure

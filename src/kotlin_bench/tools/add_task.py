@@ -215,8 +215,9 @@ def new_entry(
     pull: PullRequest,
     base_image: str | None,
     test_command: str | None,
+    releases: Releases,
 ) -> dict[str, Any]:
-    """The task's entry in the specification, `validation: pending`."""
+    """The task's entry in the specification, `validation: pending`; the release facts only where given."""
     siblings = [t for t in dataset.tasks if t.repository.name == repository.name and t.id != task_id]
     bases = {
         b.image for b in dataset.bases if b.repository is not None and b.repository.name == repository.name
@@ -227,6 +228,7 @@ def new_entry(
         "pr": pull.number,
         "issues": list(pull.issues),
         "base_commit": pull.base,
+        **releases.entry(),
         "base_image": base_image or _only(bases, "base image", task_id, "--base-image"),
         "test_command": test_command
         or _only({t.test_command for t in siblings}, "test command", task_id, "--test-command"),
@@ -245,6 +247,19 @@ def new_entry(
 
 
 @dataclass(frozen=True)
+class Releases:
+    """The release facts the retrieval flags need (docs/dataset.md), as given on the command line: they
+    are read from the upstream repository, not from its pull request, so add-task does not guess them."""
+
+    base_version: str | None = None
+    fix_release: str | None = None
+
+    def entry(self) -> dict[str, str]:
+        given = {"base_version": self.base_version, "fix_release": self.fix_release}
+        return {k: v for k, v in given.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Options:
     ref: str
     spec: Path
@@ -254,6 +269,7 @@ class Options:
     issues: tuple[int, ...] = ()
     base_image: str | None = None
     test_command: str | None = None
+    releases: Releases = Releases()
     write_expected: bool = False
     cores: int = 2
 
@@ -405,7 +421,9 @@ def add_task(options: Options, fetch_json: FetchJson | None = None) -> tuple[str
     )
     source = upstream_source(config, options.config, repository)
     pull = read_pull_request(task_id, repository, number, source, options.issues, fetch_json)
-    entry = new_entry(dataset, task_id, repository, pull, options.base_image, options.test_command)
+    entry = new_entry(
+        dataset, task_id, repository, pull, options.base_image, options.test_command, options.releases
+    )
     try:
         dataset = put_task(options.spec, entry)
     except SpecError as exc:
@@ -450,6 +468,7 @@ def _add_task_command(args: argparse.Namespace, spec: Path, tasks_dir: Path, con
         issues=tuple(args.issue),
         base_image=args.base_image,
         test_command=args.test_command,
+        releases=Releases(args.base_version, args.fix_release),
         write_expected=args.write_expected,
         cores=args.cores,
     )
@@ -489,6 +508,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--base-image", help="base image (default: the repository's only one)")
     p.add_argument("--test-command", help="test command (default: that of the repository's other tasks)")
+    p.add_argument(
+        "--base-version", help="the version the build declares at the base commit (for the retrieval flags)"
+    )
+    p.add_argument("--fix-release", help="the first release that contains the fix (for the retrieval flags)")
     p.add_argument(
         "--write-expected", action="store_true", help="write the derived expected lists of a valid task"
     )
