@@ -27,6 +27,7 @@ from snakemake.utils import min_version, validate
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import check_or_exit, check_yaml_or_exit, plan_or_exit
 from kotlin_bench.dag.progress import planned, print_headline, start_progress
+from kotlin_bench.dag.redo import ErroredRuns
 from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
 from kotlin_bench.dag.stale import Staleness
 from kotlin_bench.engine.retention import Purpose
@@ -52,6 +53,8 @@ validate(config, "../workflow/schemas/config.schema.yaml")
 PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
 # files made from many others that lack some of them (kotlin_bench.dag.stale; a dry run changes nothing)
 STALE = Staleness(workflow)
+# runs recorded as errors, redone by the next run (kotlin_bench.dag.redo)
+ERRORED = ErroredRuns(workflow)
 
 
 wildcard_constraints:
@@ -78,6 +81,15 @@ def solve_inputs(wildcards):
 
 
 def verify_inputs(wildcards):
+    # a run recorded as an error is redone, its failed step only (kotlin_bench.dag.redo)
+    ERRORED.redo(
+        names.verify_result(
+            wildcards.agent,
+            wildcards.task,
+            wildcards.attempt,
+            wildcards.get("repeat", 1),
+        )
+    )
     return PLAN.verify_inputs(wildcards.agent, wildcards.task, wildcards.attempt)
 
 

@@ -1,6 +1,6 @@
 """An infrastructure failure is recorded as an `error` run that says which step failed, stated in the
-headline, and the documented rerun command (`kotlin-bench errors --delete`, then `snakemake`) redoes that
-step and nothing else: a failed verification never redoes the agent's work."""
+headline; the next `snakemake` (or `kotlin-bench errors --delete`, then `snakemake`) redoes that step and
+nothing else: a failed verification never redoes the agent's work."""
 
 from __future__ import annotations
 
@@ -76,11 +76,14 @@ def test_a_failed_step_is_an_error_and_only_that_step_is_redone(
     assert summary.loc["nop", "status"] == "unresolved"
     assert "1 run errored" in (work / "results/summary.md").read_text()
     _repair(saved)
-    assert "step verify failed" in _delete_errors(work)
-    assert work_json.is_file()
+    listed = subprocess.run(["kotlin-bench", "errors"], cwd=work, capture_output=True, text=True)
+    assert "step verify failed" in listed.stdout and "1 errored run(s) found" in listed.stdout, listed.stdout
+    # The next snakemake redoes it by itself (the error is kept until then), its verify step only.
     assert planned_jobs(work, *args) == REPORT_JOBS | {"verify": 1}
+    assert json.loads(result.read_text())["status"] == "error"
     out = snakemake(work, *args)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert f"{result.relative_to(work)}: recorded as an error" in out.stderr
     assert json.loads(result.read_text())["status"] == "resolved"
     assert {p: p.stat().st_mtime_ns for p in (run / "work").iterdir()} == kept  # the agent ran once
     assert planned_jobs(work, *args) == {}
