@@ -623,3 +623,14 @@ def test_jvms_of_an_example_agent_phase_print_what_they_print_bare_and_keep_to_t
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_builds_get_extra_hosts_in_the_form_their_engine_reads() -> None:
+    """Docker's build endpoint reads `host:address` values, Podman's one JSON array of them (a plain value
+    is a 400 there: found when the recording proxy's image was first built on Podman)."""
+    hosts = (("repo.examples.test", "10.88.0.1"),)
+    docker = Engine(None, EngineSettings(extra_hosts=hosts), False, False, (), "28")  # type: ignore[arg-type]
+    podman = Engine(None, EngineSettings(extra_hosts=hosts), True, False, (), "4.3")  # type: ignore[arg-type]
+    assert docker.build_extra_hosts() == ["repo.examples.test:10.88.0.1"]
+    assert podman.build_extra_hosts() == ['["repo.examples.test:10.88.0.1"]']
+    assert Engine(None, EngineSettings(), True, False, (), "4.3").build_extra_hosts() is None  # type: ignore[arg-type]

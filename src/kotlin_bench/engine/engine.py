@@ -22,6 +22,7 @@ changes no result, so changing it reruns nothing.
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import os
 import re
@@ -206,6 +207,15 @@ class Engine:
             address = self.host_address()
             hosts = {name: address if value == HOST_GATEWAY else value for name, value in hosts.items()}
         return hosts
+
+    def build_extra_hosts(self) -> list[str] | None:
+        """`extra_hosts()` as this engine's build endpoint takes them (docker-py's `extra_hosts=` of
+        `api.build`): Docker reads `host:address` values; Podman's Docker API reads one JSON array of them
+        (4.3 answers 400 Bad Request to anything else)."""
+        pairs = [f"{name}:{address}" for name, address in self.extra_hosts().items()]
+        if not pairs:
+            return None
+        return [json.dumps(pairs)] if self.podman else pairs
 
     def host_address(self) -> str:
         """This host's address as seen from a container on the default network: rootful Podman, its default

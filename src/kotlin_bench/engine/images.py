@@ -282,7 +282,7 @@ def stream_build(
         forcerm=True,
         decode=True,
         labels=workdir_label(),
-        extra_hosts=engine.extra_hosts() or None,
+        extra_hosts=engine.build_extra_hosts(),
     )
     for chunk in stream:
         if "stream" in chunk:
