@@ -207,7 +207,10 @@ def task_facts() -> retrieval.Facts:
 
 def run(ctx: Context) -> None:
     assert ctx.workspace is not None
-    engine = connect(smk.configured_engine(yaml.safe_load((ctx.workspace / "config.yaml").read_text())))
+    settings = smk.configured_engine(yaml.safe_load((ctx.workspace / "config.yaml").read_text()))
+    # the section's own server answers to the stand-in's name: without the config's extra_hosts, which
+    # would send the proxies to the machine's stand-in instead
+    engine = connect(dataclasses.replace(settings, extra_hosts=()))
     image = task_image(ctx.workspace, TASK).id
     tls = _tls(ctx.tmp / "egress-tls")
     network.ensure_proxy_image(engine, recorded=True)

@@ -60,6 +60,9 @@ KOTLINC_EXAMPLES = [t for t in EXAMPLES if t not in GRADLE_EXAMPLES]
 # Images the Podman tests use beside the examples' own, moved from Docker where it has them: the OS image
 # (tests/test_network.py builds its test image on it), that test image, and the egress proxy's.
 EXTRA_IMAGES = ["kotlin-bench/os:bookworm", "kotlin-bench/network-test:py3-curl"]
+# The examples the rootless user runs (tests/test_podman.py): two, not every one (the rootful run has them
+# all): the user's storage (vfs) copies a whole image for each container and each image it loads.
+ROOTLESS_TASKS = ["examples_calc-4", "examples_slug-8"]
 DOCKER_PID = Path("/var/run/docker.pid")
 
 
@@ -222,6 +225,7 @@ class ImageArchive:
 
     path: Path
     ids: frozenset[str]
+    named: tuple[tuple[str, str], ...] = ()  # (name, id) of each image, as saved
 
     def missing(self, settings: EngineSettings) -> list[str]:
         client = connect(settings).client
@@ -248,7 +252,7 @@ def podman_images(finished_examples: Workspace) -> Iterator[ImageArchive]:
     for name, recorded in wanted.items():
         assert image_id(docker, name) == recorded, f"{name} no longer names {recorded[:19]} in Docker"
     folder = Path(tempfile.mkdtemp(prefix="kotlin-bench-images-", dir="/tmp"))
-    archive = ImageArchive(folder / "images.tar", frozenset(wanted.values()))
+    archive = ImageArchive(folder / "images.tar", frozenset(wanted.values()), tuple(sorted(wanted.items())))
     try:
         folder.chmod(0o755)
         subprocess.run(["docker", "save", "-o", str(archive.path), *sorted(wanted)], check=True)
@@ -476,18 +480,45 @@ def rootless(podman_engine: EngineSettings) -> Iterator[RootlessUser]:
 @pytest.fixture(scope="session")
 def rootless_examples(
     rootless: RootlessUser, podman_images: ImageArchive, finished_examples: Workspace
-) -> Workspace:
+) -> Iterator[Workspace]:
     """A copy of the Docker run of the examples without its runs, owned by the rootless user and naming
     their Podman (`engine: {kind: podman}`), and its images loaded into the user's Podman from the archive
-    Docker saved (`podman_images`; image ids stay)."""
-    if podman_images.missing(rootless.engine):
-        loaded = rootless.run(["podman", "load", "-q", "-i", str(podman_images.path)], Path("/"))
+    Docker saved (`podman_images`; image ids stay): those of ROOTLESS_TASKS and the images that are not
+    task images, saved again from rootful Podman. They leave the user's Podman at the session's end: its
+    storage (vfs) copies every layer of every image."""
+    sentinels = sorted((finished_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
+    others = {read_sentinel(p).image for p in sentinels if p.stem not in ROOTLESS_TASKS}
+    wanted = [(name, id_) for name, id_ in podman_images.named if name not in others]
+    archive = ImageArchive(
+        podman_images.path.with_name("rootless.tar"), frozenset(id_ for _, id_ in wanted), tuple(wanted)
+    )
+    if archive.missing(rootless.engine):
+        if not archive.path.is_file():
+            saved = subprocess.run(
+                [
+                    "podman",
+                    "save",
+                    "-q",
+                    "-m",
+                    "-o",
+                    str(archive.path),
+                    *(f"localhost/{n}" for n, _ in wanted),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert saved.returncode == 0, saved.stderr[-2000:]
+            archive.path.chmod(0o644)
+        loaded = rootless.run(["podman", "load", "-q", "-i", str(archive.path)], Path("/"))
         assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert podman_images.missing(rootless.engine) == []
+    assert archive.missing(rootless.engine) == []
     ws = rootless.clone(finished_examples)
     shutil.rmtree(ws.root / names.runs_root())
     ws.use_engine(EngineSettings(Kind.PODMAN))  # config.yaml is rewritten in place: still the user's
-    return ws
+    yield ws
+    sentinels = (ws.root / names.task_sentinel("any")).parent.glob("*.json")
+    tasks = [read_sentinel(p).id for p in sentinels if p.stem in ROOTLESS_TASKS]  # those loaded
+    rootless.run(["podman", "rmi", "-f", *tasks], Path("/"))
 
 
 REGISTRY = os.environ.get("KOTLIN_BENCH_REGISTRY", "127.0.0.1:5000")

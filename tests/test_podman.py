@@ -22,15 +22,23 @@ from kotlin_bench.core.record import RunResult, WorkRecord
 from kotlin_bench.engine.engine import connect
 from kotlin_bench.engine.images import image_id, read_sentinel
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import KOTLINC_EXAMPLES, PODMAN, RootlessUser, WatchedRun, run_verdicts, verdicts
+from tests.conftest import (
+    KOTLINC_EXAMPLES,
+    PODMAN,
+    ROOTLESS_TASKS,
+    RootlessUser,
+    WatchedRun,
+    run_verdicts,
+    verdicts,
+)
 from tests.test_slurm import SUBMITTED_RE, accounting
 
 pytestmark = [pytest.mark.podman]
 SLURM_TASK = "examples_calc-4"
 
 
-def oracle_and_nop(ws: Workspace) -> list[RunResult]:
-    found = [ws.result(agent, task) for agent in ("oracle", "nop") for task in KOTLINC_EXAMPLES]
+def oracle_and_nop(ws: Workspace, tasks: list[str] = KOTLINC_EXAMPLES) -> list[RunResult]:
+    found = [ws.result(agent, task) for agent in ("oracle", "nop") for task in tasks]
     assert all(found), found
     return [r for r in found if r is not None]
 
@@ -70,8 +78,8 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
 ) -> None:
     """The rootless user's runs of the examples, with no Docker engine to fall back to: the oracle run of
     one example as Slurm jobs (its solve and verify steps) that the user submits and that run as the user
-    on the user's Podman, the other nine runs at the same time in the user's own workflow. One run on
-    Slurm, not ten: each Slurm job costs seconds of start-up (tests/test_slurm.py sends every run of the
+    on the user's Podman, the other three runs of two tasks at the same time in the user's own workflow. One
+    run on Slurm: each Slurm job costs seconds of start-up (tests/test_slurm.py sends the runs of two
     examples to Slurm, on Docker)."""
     on_slurm, local = rootless.clone(rootless_examples), rootless.clone(rootless_examples)
     docker = rootless.run(["docker", "info"], local.root, timeout=60)
@@ -85,7 +93,7 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
         on_slurm, slurm_log, *profile, "--seconds-between-status-checks", "2", on_slurm.target(*slurm_run)
     )
     try:
-        runs = [(a, t) for a in ("oracle", "nop") for t in KOTLINC_EXAMPLES if (a, t) != slurm_run]
+        runs = [(a, t) for a in ("oracle", "nop") for t in ROOTLESS_TASKS if (a, t) != slurm_run]
         out = rootless.snakemake(local, *(local.target(*run) for run in runs))
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
         assert slurm.wait(timeout=1800) == 0, slurm_log.read_text(errors="replace")[-5000:]
@@ -107,14 +115,14 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
 
     # the runs of both workspaces, as one summary would have them: those of the Docker run
     shutil.copytree(on_slurm.run_dir(*slurm_run), local.run_dir(*slurm_run))
-    found = run_verdicts(local)
+    found = run_verdicts(local, tasks=ROOTLESS_TASKS)
     by_agent = found.groupby("agent").status.value_counts().to_dict()
     assert by_agent == {
-        ("oracle", "resolved"): len(KOTLINC_EXAMPLES),
-        ("nop", "unresolved"): len(KOTLINC_EXAMPLES),
+        ("oracle", "resolved"): len(ROOTLESS_TASKS),
+        ("nop", "unresolved"): len(ROOTLESS_TASKS),
     }
-    pd.testing.assert_frame_equal(found, verdicts(finished_examples, KOTLINC_EXAMPLES))
-    results = oracle_and_nop(local)
+    pd.testing.assert_frame_equal(found, verdicts(finished_examples, ROOTLESS_TASKS))
+    results = oracle_and_nop(local, ROOTLESS_TASKS)
     for result in results:
         assert result.engine["engine"].endswith(" rootless")
         # this host's cgroup v1 gives a rootless user no controllers: the limits are named as not enforced
