@@ -237,6 +237,7 @@ def podman_images(finished_examples: Workspace) -> Iterator[ImageArchive]:
     """The task images of the Docker run of the examples (by the names their sentinels record), and the
     EXTRA_IMAGES and the egress proxy's image where Docker has them, saved from Docker into one archive,
     and loaded into rootful Podman."""
+    from kotlin_bench.engine import egress
     from kotlin_bench.engine.network import proxy_image_tag
 
     if not engine_answers(PODMAN):
@@ -245,7 +246,7 @@ def podman_images(finished_examples: Workspace) -> Iterator[ImageArchive]:
     sentinels = sorted((finished_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
     sentinels = [p for p in sentinels if p.stem not in GRADLE_EXAMPLES]  # the engine tests run the others
     wanted = {read_sentinel(p).image: read_sentinel(p).id for p in sentinels}
-    for name in [*EXTRA_IMAGES, proxy_image_tag()]:
+    for name in [*EXTRA_IMAGES, proxy_image_tag(), egress.image_tag()]:  # both proxies: none is built
         found = image_id(docker, name)
         if found is not None:
             wanted[name] = found

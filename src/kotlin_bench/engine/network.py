@@ -60,6 +60,7 @@ import fcntl
 import hashlib
 import io
 import ipaddress
+import os
 import re
 import string
 import tarfile
@@ -258,7 +259,8 @@ def ensure_proxy_image(engine: Engine, recorded: bool = False) -> str:
     directory = egress.MITM_DIR if recorded else PROXY_DIR
     if image_id(engine.client, tag):
         return tag
-    lock = Path(tempfile.gettempdir()) / "kotlin-bench-egress-proxy.lock"
+    # one lock per user: another user's lock file in /tmp cannot be opened for writing (rootless Podman)
+    lock = Path(tempfile.gettempdir()) / f"kotlin-bench-egress-proxy-{os.getuid()}.lock"
     with lock.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         if image_id(engine.client, tag):

@@ -209,6 +209,11 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
         if done.process_limit or box.hit_process_limit():
             # The tests ran the agent's code, and it filled the process table: its outcome, whatever
             # else went wrong with the verifier because of it.
+            if not done.process_limit:  # the tests ended before the watchdog looked: say it all the same
+                with (run_dir / names.VERIFIER_LOG).open("a", encoding="utf-8") as log:
+                    log.write(
+                        "\n[kotlin-bench: the container's process limit refused a fork (seen after the tests)]\n"
+                    )
             detail = f"{Reason.PROCESS_LIMIT}: in the verifier's tests (pids_limit = {limits.pids})"
             result.score(0.0, Reason.PROCESS_LIMIT, detail)
             return
