@@ -77,9 +77,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Errored runs are results (status `error`) that say which step failed; deleting that step's output
-    makes exactly that step missing: the next `snakemake` invocation redoes a failed verification without
-    touching the agent's work, and a failed solve step (then its verification) and nothing else."""
+    """Errored runs are results (status `error`) that say which step failed; the next `snakemake` redoes
+    exactly that step (`kotlin_bench.dag.redo`): a failed verification without touching the agent's work,
+    a failed solve step then its verification, nothing else. --delete removes those outputs now."""
     runs = args.results / "runs"
     if not runs.is_dir():
         raise FileNotFoundError(
@@ -210,12 +210,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """The results' subcommands of `kotlin-bench`."""
     p = sub.add_parser(
-        "errors", help="list the runs recorded as errors; --delete lets the next run redo them"
+        "errors", help="list the runs recorded as errors (the next snakemake redoes their failed steps)"
     )
     p.add_argument(
         "--results", type=Path, default=Rooted(names.RESULTS), help="results directory (default: results)"
     )
-    p.add_argument("--delete", action="store_true", help="delete their result.json so snakemake reruns them")
+    p.add_argument("--delete", action="store_true", help="delete their failed steps' outputs now")
     add_root(p)
     p.set_defaults(func=cmd_errors)
 
