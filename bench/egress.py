@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +32,7 @@ from kotlin_bench.engine.engine import connect
 from kotlin_bench.runs import handoff, runner
 from kotlin_bench.runs.agents import Agent
 from kotlin_bench.runs.verify import VerifierOptions
+from kotlin_bench.tools.standin_repo import throwaway_tls
 
 TASK = "examples_calc-4"
 HOST = "repo.examples.test"
@@ -69,37 +69,6 @@ with concurrent.futures.ThreadPoolExecutor(4) as pool:
 """
 
 
-def _tls(directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(directory / "ca.key"), "-out",
-            str(directory / "ca.crt"), "-days", "2", "-subj", "/CN=bench egress CA",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")  # fmt: skip
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(directory / "server.key"), "-out",
-            str(directory / "server.csr"), "-subj", f"/CN={HOST}")  # fmt: skip
-    (directory / "ext").write_text(f"subjectAltName=DNS:{HOST}\n")
-    openssl("x509", "-req", "-in", str(directory / "server.csr"), "-CA", str(directory / "ca.crt"), "-CAkey",
-            str(directory / "ca.key"), "-CAcreateserial", "-out", str(directory / "server.crt"), "-days", "2",
-            "-extfile", str(directory / "ext"))  # fmt: skip
-    return directory
-
-
-def _put(container: Any, directory: str, files: dict[str, bytes]) -> None:
-    import io
-    import tarfile
-
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    container.put_archive(directory, buffer.getvalue())
-
-
 @contextlib.contextmanager
 def _server(engine: Any, image: str, tls: Path) -> Any:
     outside = network.internal_network(engine, f"kotlin-bench-bench-egress-{uuid.uuid4().hex[:8]}", LABELS)
@@ -110,7 +79,7 @@ def _server(engine: Any, image: str, tls: Path) -> Any:
     try:
         outside.connect(server, aliases=[HOST])
         engine.client.networks.get(engine.default_network).disconnect(server)
-        _put(server, "/", {"srv/tls/server.crt": (tls / "server.crt").read_bytes(),
+        containers.put_files(server, "/", {"srv/tls/server.crt": (tls / "server.crt").read_bytes(),
                            "srv/tls/server.key": (tls / "server.key").read_bytes()})  # fmt: skip
         server.start()
         wait = "for i in $(seq 600); do [ -e /srv/ready ] && exit 0; sleep 0.2; done; exit 1"
@@ -124,8 +93,8 @@ def _server(engine: Any, image: str, tls: Path) -> Any:
 def _client(engine: Any, image: str, key: str, tls: Path) -> Any:
     container = containers.start(engine, image, key, LABELS, 2, 2048, 4096)
     bundle = container.exec_run(["cat", egress.BUNDLE]).output + (tls / "ca.crt").read_bytes()
-    _put(container, "/etc/ssl/certs", {"ca-certificates.crt": bundle})
-    _put(container, "/tmp", {"client.py": CLIENT.encode()})
+    containers.put_files(container, "/etc/ssl/certs", {"ca-certificates.crt": bundle})
+    containers.put_files(container, "/tmp", {"client.py": CLIENT.encode()})
     return container
 
 
@@ -212,7 +181,7 @@ def run(ctx: Context) -> None:
     # would send the proxies to the machine's stand-in instead
     engine = connect(dataclasses.replace(settings, extra_hosts=()))
     image = task_image(ctx.workspace, TASK).id
-    tls = _tls(ctx.tmp / "egress-tls")
+    tls = throwaway_tls(ctx.tmp / "egress-tls", HOST, "bench egress CA")
     network.ensure_proxy_image(engine, recorded=True)
     network.ensure_proxy_image(engine)
     with _server(engine, image, tls) as outside:

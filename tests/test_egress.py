@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
-import subprocess
-import tarfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +28,7 @@ from kotlin_bench.engine import containers, egress, network
 from kotlin_bench.engine.engine import Engine, connect
 from kotlin_bench.engine.images import read_sentinel
 from kotlin_bench.runs.tamper import outside_changes
+from kotlin_bench.tools.standin_repo import throwaway_tls
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import DOCKER
 
@@ -86,34 +84,10 @@ public class Fetch { public static void main(String[] a) throws Exception {
 FLAGGED = ("newest_binary", "sources", "encoded", "dots")
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A throwaway CA and a server certificate for repo.examples.test (as the stand-in's test CA)."""
-    d = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out",
-             str(d / "ca.crt"), "-days", "2", "-subj", "/CN=egress test CA",
-             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "server.key"), "-out",
-             str(d / "server.csr"), "-subj", f"/CN={HOST}")  # fmt: skip
-    (d / "ext").write_text(f"subjectAltName=DNS:{HOST}\n")
-    _openssl("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.crt"), "-CAkey",
-             str(d / "ca.key"), "-CAcreateserial", "-out", str(d / "server.crt"), "-days", "2",
-             "-extfile", str(d / "ext"))  # fmt: skip
-    return d
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    return throwaway_tls(tmp_path_factory.mktemp("tls"), HOST, "egress test CA")
 
 
 def _repository() -> dict[str, bytes]:
@@ -152,7 +126,7 @@ def lab(finished_examples: Workspace, tls: Path) -> Iterator[Lab]:
             "srv/tls/server.crt": (tls / "server.crt").read_bytes(),
             "srv/tls/server.key": (tls / "server.key").read_bytes(),
         }
-        server.put_archive("/", _tar(files))
+        containers.put_files(server, "/", files)
         server.start()
         ready = server.exec_run(["python3", "-c", "import socket,time\nfor i in range(100):\n try:\n  socket.create_connection(('127.0.0.1',443),1); break\n except OSError: time.sleep(0.1)"])  # fmt: skip
         assert ready.exit_code == 0
@@ -195,8 +169,8 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
     try:
         # The task image trusts the repository's CA, as the examples' toolchain trusts the stand-in's.
         bundle = _file(container, egress.BUNDLE) + (lab.tls / "ca.crt").read_bytes()
-        container.put_archive("/etc/ssl/certs", _tar({"ca-certificates.crt": bundle}))
-        container.put_archive("/tmp", _tar({"agent.py": AGENT.encode(), "Fetch.java": JAVA.encode()}))
+        containers.put_files(container, "/etc/ssl/certs", {"ca-certificates.crt": bundle})
+        containers.put_files(container, "/tmp", {"agent.py": AGENT.encode(), "Fetch.java": JAVA.encode()})
         before = container.diff()
         jdk_dirs = (
             container.exec_run(["bash", "-c", "readlink -f /usr/lib/jvm/*/lib/security | sort -u"])
@@ -325,7 +299,7 @@ def test_a_script_agent_that_downloads_the_fix_is_flagged_or_refused_and_scored(
         image.id, ["bash", "-c", PUBLISH], labels={"kotlin-bench.test": "egress"}
     )
     try:
-        server.put_archive("/srv", _tar({"fix.patch": (task.path / "solution/fix.patch").read_bytes()}))
+        containers.put_files(server, "/srv", {"fix.patch": (task.path / "solution/fix.patch").read_bytes()})
         server.start()
         wait = "for i in $(seq 300); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 80), 1)' 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
         assert server.exec_run(["bash", "-c", wait]).exit_code == 0, server.logs()[-2000:]

@@ -380,9 +380,11 @@ def output(
     return done.exit_code, stdout.getvalue()
 
 
-def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:
-    """The content of one regular file of the container (None when it is missing or not a regular
-    file), read from the engine's archive: no program of the container runs."""
+def read_member(
+    container: Container, path: str, max_bytes: int = 1 << 30
+) -> tuple[tarfile.TarInfo, bytes] | None:
+    """One regular file of the container with its archive header (mode, owner, mtime): None when it is
+    missing or not a regular file. Read from the engine's archive: no program of the container runs."""
     import docker
 
     try:
@@ -400,7 +402,14 @@ def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:
             if member is None or not member.isfile():
                 return None
             data = tar.extractfile(member)
-            return data.read() if data else None
+            return (member, data.read()) if data else None
+
+
+def read_file(container: Container, path: str, max_bytes: int) -> bytes | None:
+    """The content of one regular file of the container (None when it is missing or not a regular
+    file), read from the engine's archive: no program of the container runs."""
+    found = read_member(container, path, max_bytes)
+    return found[1] if found is not None else None
 
 
 def copy_from_image(
@@ -424,6 +433,25 @@ def copy_dir_in(container: Container, source: Path, dest: str) -> None:
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(str(source), arcname=dest.strip("/"))
     container.put_archive("/", buffer.getvalue())
+
+
+def root_exec(container: Container, argv: list[str]) -> Any:
+    """Run a command of the harness's own as root in `/` of a task container (never in its working
+    directory, which the agent may have removed); docker's ExecResult (`exit_code`, `output`)."""
+    return container.exec_run(argv, user="root", workdir="/")
+
+
+def put_files(container: Container, dest_dir: str, files: dict[str, bytes]) -> None:
+    """Write files (relative name -> content, mode 0644, root's) under the existing container directory
+    `dest_dir`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    if not container.put_archive(dest_dir, buffer.getvalue()):
+        raise ContainerError(f"could not write {', '.join(files)} into {dest_dir}")
 
 
 def copy_file_in(container: Container, source: Path, dest_dir: str) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kotlin_bench.core import names, retrieval
 from kotlin_bench.core.record import EgressSummary
+from kotlin_bench.engine import containers
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -260,13 +261,10 @@ class Trust:
 
 
 def _get(container: Container, path: str) -> tuple[tarfile.TarInfo, bytes]:
-    stream, _ = container.get_archive(path)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        info = tar.next()
-        handle = tar.extractfile(info) if info is not None else None
-        if info is None or handle is None:
-            raise EgressError(f"{path} of the task container is not a regular file")
-        return info, handle.read()
+    found = containers.read_member(container, path)
+    if found is None:
+        raise EgressError(f"{path} of the task container is not a regular file")
+    return found
 
 
 def _put(container: Container, path: str, content: bytes, like: tarfile.TarInfo | None = None) -> None:
@@ -286,7 +284,7 @@ def _put(container: Container, path: str, content: bytes, like: tarfile.TarInfo 
 def install(container: Container, ca_dir: Path) -> Trust:
     """Make the running container trust the CA in `ca_dir` (see the module's docstring)."""
     ca = (ca_dir / names.EGRESS_CA_CERT).read_bytes()
-    result = container.exec_run(["bash", "-c", FIND_TRUST], user="root", workdir="/")
+    result = containers.root_exec(container, ["bash", "-c", FIND_TRUST])
     output = result.output.decode("utf-8", "replace")
     if result.exit_code not in (0, 1):
         raise EgressError(f"finding the task container's trust stores failed: {output[-300:]}")
@@ -328,7 +326,7 @@ def restore(container: Container, trust: Trust) -> None:
     for path, info, content in trust.replaced:
         _put(container, path, content, info)
     if trust.stores:
-        result = container.exec_run(["rm", "-f", "--", *trust.stores], user="root", workdir="/")
+        result = containers.root_exec(container, ["rm", "-f", "--", *trust.stores])
         if result.exit_code != 0:
             raise EgressError(f"removing the JDKs' {JSSE} failed: {result.output[-300:]!r}")
 
@@ -386,13 +384,9 @@ def proxy_files(
 
 def copy_record(proxy: Container, dest: Path) -> None:
     """The proxy's record, copied to `dest` (what it holds so far, also after a timeout or a kill)."""
-    stream, _ = proxy.get_archive(RECORD_IN_PROXY)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        info = tar.next()
-        handle = tar.extractfile(info) if info is not None else None
-        content = handle.read() if handle is not None else b""
+    content = containers.read_file(proxy, RECORD_IN_PROXY, 1 << 30)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(content)
+    dest.write_bytes(content or b"")
 
 
 def image_tag() -> str:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from kotlin_bench.engine import containers
+
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
@@ -70,7 +72,7 @@ def proxy_lines(host: str, port: int) -> str:
 
 def jdk_net_properties(container: Container) -> list[str]:
     """The real paths of the net.properties of every JDK in the running container."""
-    result = container.exec_run(["bash", "-c", FIND_JDKS], user="root", workdir="/")
+    result = containers.root_exec(container, ["bash", "-c", FIND_JDKS])
     output = result.output.decode("utf-8", "replace")
     if result.exit_code != 0:
         raise JvmProxyError(f"finding the JDKs failed (exit {result.exit_code}): {output[-300:]}")
@@ -78,20 +80,18 @@ def jdk_net_properties(container: Container) -> list[str]:
 
 
 def _read(container: Container, path: str, mtime: int) -> Saved:
-    stream, _ = container.get_archive(path)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        info = tar.next()
-        handle = tar.extractfile(info) if info is not None else None
-        if info is None or handle is None:
-            raise JvmProxyError(f"{path} is not a regular file")
-        info.mtime = mtime
-        return Saved(path, info, handle.read())
+    found = containers.read_member(container, path)
+    if found is None:
+        raise JvmProxyError(f"{path} is not a regular file")
+    info, content = found
+    info.mtime = mtime
+    return Saved(path, info, content)
 
 
 def _mtimes(container: Container, paths: list[str]) -> dict[str, int]:
     """The files' modification times in whole seconds, as `stat` truncates them. An archive's header is
     no substitute: Podman's rounds to the nearest second, so a restore from it could move a file's time."""
-    result = container.exec_run(["stat", "-c", "%Y %n", "--", *paths], user="root", workdir="/")
+    result = containers.root_exec(container, ["stat", "-c", "%Y %n", "--", *paths])
     output = result.output.decode("utf-8", "replace")
     if result.exit_code != 0:
         raise JvmProxyError(f"reading the JDKs' net.properties times failed: {output[-300:]}")
@@ -106,7 +106,7 @@ def configure(container: Container, host: str, port: int) -> list[Saved]:
     saved = [_read(container, path, mtimes[path]) for path in paths]
     if saved:
         command = ["bash", "-c", APPEND, "append", proxy_lines(host, port), *(s.path for s in saved)]
-        result = container.exec_run(command, user="root", workdir="/")
+        result = containers.root_exec(container, command)
         if result.exit_code != 0:
             restore(container, saved)
             raise JvmProxyError(f"writing the JDKs' net.properties failed: {result.output[-300:]!r}")

@@ -628,7 +628,7 @@ def _wait_listening(proxy: Container) -> None:
 
 
 def _read_file(container: Container, path: str) -> bytes | None:
-    result = container.exec_run(["cat", path], user="root", workdir="/")
+    result = containers.root_exec(container, ["cat", path])
     return result.output if result.exit_code == 0 else None
 
 
@@ -638,6 +638,6 @@ def _write_file(container: Container, path: str, content: bytes | None) -> None:
         return
     script = 'printf "%s" "$1" > "$2"'
     text = content.decode("utf-8", "replace")
-    result = container.exec_run(["sh", "-c", script, "sh", text, path], user="root", workdir="/")
+    result = containers.root_exec(container, ["sh", "-c", script, "sh", text, path])
     if result.exit_code != 0:
         raise NetworkError(f"writing {path} failed: {result.output.decode('utf-8', 'replace')[-300:]}")

@@ -95,6 +95,27 @@ class Status(IntEnum):
     STOPPED = 3
 
 
+def throwaway_tls(directory: Path, host: str, name: str) -> Path:
+    """A CA of two days (`ca.crt`, `ca.key`) and a certificate it signed for `host` (`server.crt`,
+    `server.key`) in `directory`, for a server of a test or a bench section that must not be the
+    stand-in's (whose test CA is committed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    ca, server = (directory / "ca", directory / "server")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
+            "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{server}.key", "-out", f"{server}.csr",
+            "-subj", f"/CN={host}")  # fmt: skip
+    (directory / "ext").write_text(f"subjectAltName=DNS:{host}\n")
+    openssl("x509", "-req", "-in", f"{server}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+            "-CAcreateserial", "-out", f"{server}.crt", "-days", "2", "-extfile", str(directory / "ext"))  # fmt: skip
+    return directory
+
+
 @dataclass(frozen=True)
 class StandinRepo:
     """One instance: its state directory and port (the machine's: `names.STANDIN_STATE_DIR`, 443). The
