@@ -146,7 +146,7 @@ def test_the_grid_filters_by_agent_and_reason(
 
 
 def test_compare_oracle_and_nop_on_the_examples(finished_examples: Workspace) -> None:
-    """The acceptance of the paired comparison: 5 discordant tasks, exact McNemar p = 0.0625."""
+    """The acceptance of the paired comparison: every example discordant, exact McNemar p = 2 / 2^n."""
     done = subprocess.run(
         [sys.executable, "-m", "kotlin_bench", "compare", "oracle", "nop"],
         cwd=finished_examples.root / "results",  # any directory inside the workflow
