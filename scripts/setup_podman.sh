@@ -56,6 +56,15 @@ write_conf() {
 # The service answers what the workflow asks first (its version), not only its ping: a service whose
 # storage was reset under it (`podman system reset`) still pings and hangs on everything else.
 answers() { curl -s --max-time 10 --unix-socket "$1" http://d/version 2>/dev/null | grep -q '"ApiVersion"'; }
+# Stop this script's service on socket $1 and wait for it to end; false when none ran.
+stop_service() {
+  local pattern="^podman system service --time=0 unix://$1\$" waited=0
+  pkill -f "$pattern" || return 1
+  while pgrep -f "$pattern" >/dev/null && [ "$waited" -lt "$((timeout * 2))" ]; do
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+}
 # Start `podman system service` on socket $1 from the scratch directory $2 unless the socket answers; a
 # service of this script's on that socket that does not answer is stopped first.
 start_service() {
@@ -64,10 +73,7 @@ start_service() {
     say "service already answers on $socket"
     return 0
   fi
-  if pkill -f "^podman system service --time=0 unix://$socket\$"; then
-    say "stopped a service on $socket that did not answer"
-    sleep 1
-  fi
+  stop_service "$socket" && say "stopped a service on $socket that did not answer"
   mkdir -p "$(dirname "$socket")" "$scratch"
   rm -f "$socket"
   say "starting podman system service on $socket (log: $scratch/service.log)"
@@ -107,17 +113,22 @@ if [ "$(id -u)" -ne 0 ]; then
   export XDG_RUNTIME_DIR=$runtime
   config=${XDG_CONFIG_HOME:-$HOME/.config}/containers
   containers_conf "$config/containers.conf"
+  keep_vfs=""
   if ours "$config/storage.conf" && [ ! -e "$config/storage.conf" ]; then
     driver=$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || echo none)
     images=$(podman images -q 2>/dev/null | wc -l)
-    if [ "$driver" = vfs ] && [ "$images" -eq 0 ]; then
-      say "switching the empty rootless storage from vfs to overlay"
-      podman system reset -f >/dev/null 2>&1
-    elif [ "$driver" = vfs ]; then
+    if [ "$driver" = vfs ] && [ "$images" -gt 0 ]; then
+      keep_vfs=1
       say "WARNING: rootless storage is vfs (slow, every layer copied) and holds images; to switch: podman system reset -f, then run this again"
+    elif [ "$driver" = vfs ]; then
+      say "switching the empty rootless storage from vfs to overlay"
+      # a running service would make the storage again, as vfs, as soon as it is reset
+      stop_service "$runtime/podman/podman.sock" || true
+      podman system reset -f >/dev/null 2>&1
     fi
   fi
-  [ "$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null)" = vfs ] || write_conf "$config/storage.conf" <<'EOF'
+  # without a storage.conf, Podman 4.3 picks vfs for rootless storage (Debian ships none)
+  [ -n "$keep_vfs" ] || write_conf "$config/storage.conf" <<'EOF'
 [storage]
 # native rootless overlay (kernel >= 5.13); without it Podman falls back to vfs when /dev/fuse is closed
 driver = "overlay"

@@ -3,7 +3,7 @@ as an ordinary user who cannot reach any Docker engine, in the user's own workfl
 Slurm jobs. Both run the images the Docker run of the session (`finished_examples`) built, moved into
 Podman (conftest `podman_images`), so the verdicts must be that run's, image ids included.
 
-The rootful run is the session's one (conftest `podman_examples`: oracle and nop on every example, and
+The rootful run is the session's one (conftest `podman_examples`: oracle and nop on PODMAN_TASKS, and
 the fork bombs of tests/test_limits.py). Building from nothing on Podman, the health check, a validation,
 the sealed history and a Harbor agent on Podman were run by hand (docs/engines.md, "What the tests run,
 and what was run by hand").
@@ -25,6 +25,7 @@ from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import (
     KOTLINC_EXAMPLES,
     PODMAN,
+    PODMAN_TASKS,
     ROOTLESS_TASKS,
     RootlessUser,
     WatchedRun,
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.podman]
 SLURM_TASK = "examples_calc-4"
 
 
-def oracle_and_nop(ws: Workspace, tasks: list[str] = KOTLINC_EXAMPLES) -> list[RunResult]:
+def oracle_and_nop(ws: Workspace, tasks: list[str] = PODMAN_TASKS) -> list[RunResult]:
     found = [ws.result(agent, task) for agent in ("oracle", "nop") for task in tasks]
     assert all(found), found
     return [r for r in found if r is not None]
@@ -51,10 +52,10 @@ def test_the_examples_run_end_to_end_on_rootful_podman(
     by_agent = found.groupby("agent").status.value_counts().to_dict()
     errors = [(r.agent, r.task, r.error, r.tries) for r in oracle_and_nop(ws) if r.status == "error"]
     assert by_agent == {
-        ("oracle", "resolved"): len(KOTLINC_EXAMPLES),
-        ("nop", "unresolved"): len(KOTLINC_EXAMPLES),
+        ("oracle", "resolved"): len(PODMAN_TASKS),
+        ("nop", "unresolved"): len(PODMAN_TASKS),
     }, errors  # what an error was, when one comes (one oracle run did, once in four sessions)
-    docker = verdicts(finished_examples, KOTLINC_EXAMPLES)
+    docker = verdicts(finished_examples, PODMAN_TASKS)
     assert docker.image_id.notna().all()
     pd.testing.assert_frame_equal(found, docker)
     engine = connect(PODMAN)
