@@ -487,8 +487,8 @@ def rootless_examples(
     """A copy of the Docker run of the examples without its runs, owned by the rootless user and naming
     their Podman (`engine: {kind: podman}`), and its images loaded into the user's Podman from the archive
     Docker saved (`podman_images`; image ids stay): those of ROOTLESS_TASKS and the images that are not
-    task images, saved again from rootful Podman. They leave the user's Podman at the session's end: its
-    storage (vfs) copies every layer of every image."""
+    task images, saved again from rootful Podman. The task images leave the user's Podman at the
+    session's end."""
     sentinels = sorted((finished_examples.root / names.task_sentinel("any")).parent.glob("*.json"))
     others = {read_sentinel(p).image for p in sentinels if p.stem not in ROOTLESS_TASKS}
     wanted = [(name, id_) for name, id_ in podman_images.named if name not in others]
