@@ -259,7 +259,7 @@ def test_summary_and_rates_carry_the_egress_record() -> None:
 def test_headlines_and_reproduce_say_the_rate_without_retrieval_flagged_runs() -> None:
     import pandas as pd
 
-    from kotlin_bench.results.report import retrieval_note
+    from kotlin_bench.results.report import retrieval_headlines, retrieval_note
 
     frame = pd.DataFrame(
         {
@@ -268,7 +268,13 @@ def test_headlines_and_reproduce_say_the_rate_without_retrieval_flagged_runs() -
         }
     )
     assert retrieval_note(frame) == (
-        "1 of 3 recorded runs flagged as retrieval (the egress record): resolved 75.0% with them, "
-        "50.0% with them counted as unresolved"
+        "1 of 3 recorded runs flagged as retrieval (the egress record): resolved 75.0%, "
+        "50.0% counting them as unresolved"
     )
     assert retrieval_note(frame.assign(retrieval=None)) is None
+    two = pd.concat([frame.assign(agent="a"), frame.assign(agent="b", retrieval=False)], ignore_index=True)
+    assert retrieval_headlines(two) == [f"a: {retrieval_note(frame)}"]  # b has none flagged: no line
+    assert retrieval_headlines(two.assign(retrieval=False)) == [
+        "retrieval: none of 8 recorded runs flagged (the egress record)"
+    ]
+    assert retrieval_headlines(two.assign(retrieval=None)) == []

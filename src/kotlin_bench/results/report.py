@@ -27,8 +27,8 @@ def headline(row: pd.Series) -> str:
 
 
 def retrieval_note(summary: pd.DataFrame) -> str | None:
-    """`N of M recorded runs flagged as retrieval: resolved X% with them, Y% without` (counted as unresolved),
-    or None when no run's egress was recorded (docs/threat-model.md)."""
+    """`N of M recorded runs flagged as retrieval (the egress record): resolved X%, Y% counting them as
+    unresolved`, or None when no run's egress was recorded (docs/threat-model.md)."""
     if "retrieval" not in summary or summary["retrieval"].isna().all():
         return None
     recorded = summary[summary["retrieval"].notna()]
@@ -38,9 +38,25 @@ def retrieval_note(summary: pd.DataFrame) -> str | None:
     without = int((resolved & ~summary["retrieval"].fillna(False).astype(bool)).sum())
     return (
         f"{int(flagged.sum())} of {len(recorded)} recorded runs flagged as retrieval (the egress record): "
-        f"resolved {percent(int(resolved.sum()) / total)} with them, {percent(without / total)} "
-        "with them counted as unresolved"
+        f"resolved {percent(int(resolved.sum()) / total)}, {percent(without / total)} "
+        "counting them as unresolved"
     )
+
+
+def retrieval_headlines(summary: pd.DataFrame) -> list[str]:
+    """A line for each agent with retrieval-flagged runs (its rate with and without them); one line for
+    all when none is flagged; none when no run's egress was recorded."""
+    if "retrieval" not in summary or summary["retrieval"].isna().all():
+        return []
+    flagged = summary["retrieval"].fillna(False).astype(bool)
+    if not flagged.any():
+        recorded = int(summary["retrieval"].notna().sum())
+        return [f"retrieval: none of {plural(recorded, 'recorded run')} flagged (the egress record)"]
+    return [
+        f"{agent}: {retrieval_note(runs)}"
+        for agent, runs in summary.groupby("agent", sort=True)
+        if runs["retrieval"].fillna(False).astype(bool).any()
+    ]
 
 
 def error_runs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -170,10 +186,7 @@ COMPARISON_NOTE = (
 
 
 def headlines(summary: pd.DataFrame, overall: pd.DataFrame) -> list[str]:
-    lines = [headline(row) for _, row in overall.iterrows()]
-    for agent, runs in summary.groupby("agent", sort=True):
-        note = retrieval_note(runs)
-        lines += [f"{agent}: {note}"] if note else []
+    lines = [headline(row) for _, row in overall.iterrows()] + retrieval_headlines(summary)
     errors = error_runs(summary)
     return lines + ([error_note(errors)] if len(errors) else [])
 
