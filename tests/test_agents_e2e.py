@@ -22,7 +22,7 @@ from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import EXAMPLES, REPO, copy_repo, snakemake
+from tests.conftest import EXAMPLES, KOTLINC_EXAMPLES, REPO, copy_repo, snakemake
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 HARBOR = Path(os.environ.get("KOTLIN_BENCH_HARBOR", REPO / ".harbor"))
@@ -130,7 +130,7 @@ def results(
             "model_name_or_path": "gold",
             "model_patch": (work / f"examples/tasks/{t}/solution/fix.patch").read_text(),
         }
-        for t in tasks
+        for t in KOTLINC_EXAMPLES
     ]
     (work / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
     # sorted: calc-4, calc-6, semver-6, slug-8, then the others; calc-6 and the others have no line (missing)
@@ -143,7 +143,8 @@ def results(
     assert semver == "examples_semver-6"
     (work / "bad.jsonl").write_text("".join(json.dumps(b) + "\n" for b in bad))
     ours = [{"name": "oracle", "kind": "oracle"}, {"name": "nop", "kind": "nop"}]
-    predictions = {
+    predictions = {  # the kotlinc examples: a predicted patch is applied the same way on the Gradle ones
+        "tasks": KOTLINC_EXAMPLES,
         "agents": [
             *ours,
             {"name": "gold", "kind": "predictions", "predictions": "gold.jsonl"},
@@ -212,13 +213,13 @@ def by_agent(frame: pd.DataFrame, agent: str) -> pd.Series:
 
 def test_gold_predictions_and_harbor_agree_with_our_oracle(results: pd.DataFrame) -> None:
     oracle = by_agent(results, "oracle")
-    assert len(oracle) == len(EXAMPLES) and (oracle == 1.0).all()
+    assert len(oracle) == len(KOTLINC_EXAMPLES) and (oracle == 1.0).all()
     pd.testing.assert_series_equal(by_agent(results, "gold"), oracle, check_names=False)
     pd.testing.assert_series_equal(
         by_agent(results, "harbor-oracle"), oracle[HARBOR_TASKS], check_names=False
     )
     nop = by_agent(results, "nop")
-    assert len(nop) == len(EXAMPLES) and (nop == 0.0).all()
+    assert len(nop) == len(KOTLINC_EXAMPLES) and (nop == 0.0).all()
     pd.testing.assert_series_equal(by_agent(results, "harbor-nop"), nop[HARBOR_TASKS], check_names=False)
     gold_models = results[results.agent == "gold"]["model"]
     assert (gold_models == "gold").all()
@@ -241,6 +242,8 @@ def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFr
     assert result["kind"] == "harbor" and result["reward"] == 1.0
     assert (run / result["trial_result"]).is_file()
     assert (run / "verifier/junit.xml").read_text().count("<testcase") > 0
+    assert "--extra-docker-compose" in (run / "work/harbor/harbor.log").read_text()  # the quick stop
+    assert "stop_grace_period: 1s" in (run / "work/harbor/extra.compose.yaml").read_text()
     staged = run / "work/harbor/task/examples_calc-4"
     built = json.loads((work / "results/images/task/examples_calc-4.json").read_text())["image"]
     assert built.startswith("kotlin-bench/examples_calc:pr-4.ws-")  # the workflow's own name, not Harbor's
@@ -291,7 +294,7 @@ def test_a_run_that_adds_agents_can_be_watched_and_ends_on_the_headline(results:
     tasks = sorted(set(results["task"]))
     assert watched["summary_kept"]
     assert watched["compare"].returncode == 0, watched["compare"].stderr
-    assert f"{len(tasks)} tasks both ran" in watched["compare"].stdout  # oracle and nop, as before
+    assert f"{len(EXAMPLES)} tasks both ran" in watched["compare"].stdout  # the previous summary's
     lines = [x for x in watched["output"].splitlines() if x.strip()]
     runs = 2 * len(tasks)  # gold and bad on every task: bad's tasks without a line are runs too
     progress = [x for x in lines if x.startswith("kotlin-bench: runs ")]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kotlin_bench.dataset.task import load_task
-from kotlin_bench.runs.agents.harbor import command, map_trial, redact_secrets, stage_task
+from kotlin_bench.runs.agents.harbor import command, map_trial, redact_secrets, stage_task, trial_compose
 
 TRIAL = {
     "verifier_result": {"rewards": {"reward": 1.0}},
@@ -54,6 +54,14 @@ def test_stage_names_the_built_image_in_the_compose_file_too(make_task, tmp_path
         "services": {"main": {"image": built}}
     }
     assert compose.read_text() == f"services:\n  main:\n    image: {task.image}\n"  # the task's own stays
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_our_trials_stop_the_main_service_quickly_and_isolate_when_asked(isolate: bool) -> None:
+    """Harbor's `sleep infinity` main service ignores SIGTERM: without a short grace period each trial's
+    `docker compose down` waited 10 s. The compose file merged after Harbor's says so for the main service."""
+    main = yaml.safe_load(trial_compose(isolate))["services"]["main"]
+    assert main == {"stop_grace_period": "1s"} | ({"network_mode": "none"} if isolate else {})
 
 
 def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:
