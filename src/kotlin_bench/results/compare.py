@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from kotlin_bench.core.fsutil import atomic_path
 from kotlin_bench.core.record import Status
@@ -86,6 +85,8 @@ COLUMNS = [f.name for f in Comparison.__dataclass_fields__.values()]
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p-value: the discordant pairs against a fair coin (1 without any)."""
+    from scipy.stats import binomtest  # here: importing scipy.stats costs 0.5 s, and most readers never test
+
     n = only_a + only_b
     return 1.0 if n == 0 else float(binomtest(only_a, n, 0.5).pvalue)
 
