@@ -20,7 +20,7 @@ import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
-from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, find_trial_result, stage_task
+from kotlin_bench.runs.agents.harbor import find_trial_result, stage_task, trial_compose
 from kotlin_bench.tools.workspace import Workspace
 from tests.conftest import EXAMPLES, KOTLINC_EXAMPLES, REPO, copy_repo, snakemake
 
@@ -60,12 +60,12 @@ def _plain_harbor_run(work: Path, task_id: str, harbor_installed: Path) -> dict[
     """`harbor run -p <task dir> -a oracle` as the published benchmark documents it: Harbor builds the
     image of the compose file's name (`kotlin-bench/<repo>:pr-<N>`) and deletes it afterwards. The task
     directory is staged without our image and with the main service on no network (Harbor's allowlist
-    sidecar image is not available offline)."""
+    sidecar image is not available offline), stopped as our trials stop it (`trial_compose`)."""
     staged = stage_task(load_task(work / "examples/tasks" / task_id), work / "plain", isolate_network=True)
     toml = (staged / "task.toml").read_text(encoding="utf-8")
     (staged / "task.toml").write_text(re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE))
-    extra = work / "plain/isolate.compose.yaml"
-    extra.write_text(ISOLATE_COMPOSE, encoding="utf-8")
+    extra = work / "plain/extra.compose.yaml"
+    extra.write_text(trial_compose(isolate_network=True), encoding="utf-8")  # ours: no network, quick stop
     harbor_bin = str(harbor_installed / "venv/bin/harbor")  # what setup_harbor.sh installed
     env = dict(os.environ) | {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     if (harbor_installed / "docker-config").is_dir():
