@@ -47,6 +47,8 @@ QUICK_STOP = "    stop_grace_period: 1s\n"
 def trial_compose(isolate_network: bool) -> str:
     """The compose file merged after Harbor's for our trials: a quick stop, and no network if asked."""
     return (ISOLATE_COMPOSE if isolate_network else "services:\n  main:\n") + QUICK_STOP
+
+
 ARTIFACTS = (
     "/logs/artifacts"  # in the trial's container; Harbor copies it to <trial>/artifacts/logs/artifacts
 )
