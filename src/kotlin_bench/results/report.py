@@ -52,11 +52,8 @@ def retrieval_headlines(summary: pd.DataFrame) -> list[str]:
     if not flagged.any():
         recorded = int(summary["retrieval"].notna().sum())
         return [f"retrieval: none of {plural(recorded, 'recorded run')} flagged (the egress record)"]
-    return [
-        f"{agent}: {retrieval_note(runs)}"
-        for agent, runs in summary.groupby("agent", sort=True)
-        if runs["retrieval"].fillna(False).astype(bool).any()
-    ]
+    agents = sorted(set(summary.loc[flagged, "agent"]))
+    return [f"{agent}: {retrieval_note(summary[summary['agent'] == agent])}" for agent in agents]
 
 
 def error_runs(summary: pd.DataFrame) -> pd.DataFrame:

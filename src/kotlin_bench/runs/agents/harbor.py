@@ -41,12 +41,13 @@ SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECAS
 ISOLATE_COMPOSE = "services:\n  main:\n    network_mode: none\n"
 # Harbor's main service runs `sh -c "sleep infinity"`, which ignores SIGTERM: `docker compose down` at the
 # end of each trial waited out the 10 s stop timeout. By then the trial is over and its files copied out.
-QUICK_STOP = "    stop_grace_period: 1s\n"
+QUICK_STOP = {"stop_grace_period": "1s"}
 
 
 def trial_compose(isolate_network: bool) -> str:
     """The compose file merged after Harbor's for our trials: a quick stop, and no network if asked."""
-    return (ISOLATE_COMPOSE if isolate_network else "services:\n  main:\n") + QUICK_STOP
+    main = QUICK_STOP | ({"network_mode": "none"} if isolate_network else {})
+    return yaml.safe_dump({"services": {"main": main}}, sort_keys=False)
 
 
 ARTIFACTS = (
