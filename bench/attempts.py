@@ -64,7 +64,7 @@ from bench.common import (
 )
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine.images import image_id
-from kotlin_bench.runs.agents.harbor import ISOLATE_COMPOSE, stage_task
+from kotlin_bench.runs.agents.harbor import stage_task, trial_compose
 
 K = 3
 CONCURRENCY = 2
@@ -176,7 +176,9 @@ def run_harbor(ctx: Context, workspace: Path, variant: str, rep: int) -> list[Ro
         nonce = secrets.token_hex(6) if variant == "harbor_default" else None
         tasks_dir = stage_default(workspace, work / "tasks", nonce)
     compose = work / "isolate.compose.yaml"
-    compose.write_text(ISOLATE_COMPOSE, encoding="utf-8")
+    compose.write_text(
+        trial_compose(isolate_network=True, quick_stop=False), encoding="utf-8"
+    )  # Harbor's stop
     cmd = [
         str(HARBOR_BIN),
         "run",

@@ -62,6 +62,8 @@ def test_our_trials_stop_the_main_service_quickly_and_isolate_when_asked(isolate
     `docker compose down` waited 10 s. The compose file merged after Harbor's says so for the main service."""
     main = yaml.safe_load(trial_compose(isolate))["services"]["main"]
     assert main == {"stop_grace_period": "1s"} | ({"network_mode": "none"} if isolate else {})
+    baseline = yaml.safe_load(trial_compose(isolate, quick_stop=False)) or {}  # the bench's Harbor defaults
+    assert "stop_grace_period" not in str(baseline)
 
 
 def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:

@@ -38,15 +38,15 @@ from kotlin_bench.runs.tamper import changed_paths, flag_changes
 from kotlin_bench.scoring.reasons import classify, detail_of, raw_reasons
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
-ISOLATE_COMPOSE = "services:\n  main:\n    network_mode: none\n"
 # Harbor's main service runs `sh -c "sleep infinity"`, which ignores SIGTERM: `docker compose down` at the
 # end of each trial waited out the 10 s stop timeout. By then the trial is over and its files copied out.
 QUICK_STOP = {"stop_grace_period": "1s"}
 
 
-def trial_compose(isolate_network: bool) -> str:
-    """The compose file merged after Harbor's for our trials: a quick stop, and no network if asked."""
-    main = QUICK_STOP | ({"network_mode": "none"} if isolate_network else {})
+def trial_compose(isolate_network: bool, quick_stop: bool = True) -> str:
+    """The compose file merged after Harbor's for our trials: a quick stop (not for a baseline of Harbor's
+    own defaults), and no network if asked."""
+    main = (QUICK_STOP if quick_stop else {}) | ({"network_mode": "none"} if isolate_network else {})
     return yaml.safe_dump({"services": {"main": main}}, sort_keys=False)
 
 
