@@ -8,6 +8,7 @@ include: "rules/runs.smk"
 include: "rules/report.smk"
 include: "rules/validation.smk"
 include: "rules/healthcheck.smk"
+include: "rules/harvest.smk"
 
 
 PROGRESS = []

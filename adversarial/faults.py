@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,10 @@ from kotlin_bench.tools.workspace import Workspace
 
 SLEEPER = "#!/usr/bin/env bash\n# never finishes: the agent timeout must stop it\nsleep 600\n"
 GATE = "/tmp/kotlin-bench-gate"  # inside the agent container; the suite opens it (`open_gates`)
+AT_GATE = "/tmp/kotlin-bench-at-gate"  # the gated agent's mark: its phase has begun, it waits at the gate
 GATED_GOLD = (
     "#!/usr/bin/env bash\n# right, but only once the suite opens the gate: it cannot finish while a signal is due\n"
+    f"touch {AT_GATE}\n"
     f"while [ ! -e {GATE} ]; do sleep 0.2; done\n"
     + (REPO / ADVERSARIAL / "attacks" / "gold-script.sh").read_text(encoding="utf-8").split("\n", 1)[1]
 )
@@ -214,23 +217,56 @@ def run_faults(ws: Workspace) -> list[Row]:
     return rows
 
 
-def _signal_once(
-    ws: Workspace, target: str, sig: int, group: bool
-) -> tuple[int | None, subprocess.Popen[bytes]]:
-    """Send `sig` while the run is in its agent phase: the agent waits at a closed gate, so the run
-    cannot finish before the signal, however fast or slow the machine."""
+# docs/operations.md ("Stopping a run"): an interrupted invocation exits, its containers removed and its
+# lock released, within this many seconds of the signal, also on a loaded machine
+STOP_BOUND_SEC = 60.0
+AGENT_START_SEC = 300.0  # how long the agent phase may take to begin on a loaded machine
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Snakemake after `_signal_once`: its exit code (None: still running at the bound, then killed), and
+    why no signal was sent, if none was."""
+
+    code: int | None
+    unsent: str = ""
+    seconds: float = 0.0  # from the signal to Snakemake's exit (or to the bound)
+
+
+def _at_gate(ws: Workspace) -> bool:
+    """Whether this workspace's gated agent has begun its phase and waits at its gate."""
+    with contextlib.suppress(Exception):
+        container = phase_container(ws, "agent")
+        return container is not None and container.exec_run(["test", "-e", AT_GATE]).exit_code == 0
+    return False
+
+
+def _signal_once(ws: Workspace, target: str, sig: int, group: bool) -> Stopped:
+    """Send `sig` in the agent phase, once the agent waits at its closed gate (it cannot finish before the
+    signal, however fast or slow the machine; and no container of an earlier invocation is mistaken for
+    this one's: there must be none); then wait at most `STOP_BOUND_SEC` for Snakemake to exit."""
+    clean, left = no_containers(ws)
+    if not clean:
+        return Stopped(None, f"containers of an earlier invocation are left: {left}")
     proc = ws.popen(target)
-    found = wait_for(lambda: phase_container(ws, "agent") is not None or proc.poll() is not None, 120)
-    if found and proc.poll() is None:
-        if group:
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
+    begun = wait_for(lambda: _at_gate(ws) or proc.poll() is not None, AGENT_START_SEC)
+    if not begun or proc.poll() is not None:
+        unsent = f"exited {proc.poll()} first" if proc.poll() is not None else "the agent phase did not begin"
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        return Stopped(proc.returncode, f"no signal sent: {unsent} (see snakemake.out)")
+    sent = time.monotonic()
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     try:
-        return proc.wait(timeout=120), proc
+        return Stopped(proc.wait(timeout=STOP_BOUND_SEC), seconds=time.monotonic() - sent)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        return None, proc
+        proc.wait()
+        return Stopped(None, seconds=STOP_BOUND_SEC)
 
 
 @contextlib.contextmanager
@@ -272,20 +308,31 @@ def run_signals(ws: Workspace) -> list[Row]:
     if prep.returncode != 0:
         return [Row("faults", "preparation", f"exit {prep.returncode}", prep.stderr[-400:], False)]
     for name, sig, group in (("SIGINT", signal.SIGINT, True), ("SIGTERM", signal.SIGTERM, True)):
-        code, _ = _signal_once(ws, target, sig, group)
-        gone = wait_for(lambda: not ws.containers(), 30)
+        stopped = _signal_once(ws, target, sig, group)
+        # Snakemake exits after its job, which removes its containers first: nothing to wait for
+        gone, left = no_containers(ws)
         result = record(ws, "gated-gold")
         locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
+        exited = (
+            "still running at the bound"
+            if stopped.code is None and not stopped.unsent
+            else f"exit {stopped.code}"
+        )
         rows.append(
             Row(
                 "faults",
                 f"Snakemake {name} (process group)",
-                f"exit {code}, result {'present' if result else 'absent'}",
-                f"containers removed: {gone}; lock released: {not locked}",
-                code not in (0, None) and not result and gone and not locked,
+                f"{exited} {stopped.seconds:.0f} s after it (bound {STOP_BOUND_SEC:.0f} s), "
+                f"result {'present' if result else 'absent'}",
+                stopped.unsent or f"containers left: {left}; lock released: {not locked}",
+                not stopped.unsent and stopped.code not in (0, None) and not result and gone and not locked,
             )
         )
-    code, _ = _signal_once(ws, target, signal.SIGKILL, False)
+        if not gone or locked:  # the next case starts clean, whatever this one left
+            for container in ws.containers():
+                container.remove(force=True)
+            ws.snakemake("--unlock")
+    stopped = _signal_once(ws, target, signal.SIGKILL, False)
     locked = any((ws.root / ".snakemake/locks").glob("*.lock"))
     refused = ws.snakemake(target)
     unlock = ws.snakemake("--unlock")
@@ -298,8 +345,10 @@ def run_signals(ws: Workspace) -> list[Row]:
             "faults",
             "kill -9 Snakemake (its job orphaned)",
             f"lock left: {locked}; next run refused: {refused.returncode != 0 and '--unlock' in refused.stderr}",
-            f"after --unlock: {result.get('status')}/reward {result.get('reward')}; containers left: {left}",
-            locked
+            stopped.unsent
+            or f"after --unlock: {result.get('status')}/reward {result.get('reward')}; containers left: {left}",
+            not stopped.unsent
+            and locked
             and refused.returncode != 0
             and unlock.returncode == 0
             and resumed.returncode == 0

@@ -119,9 +119,9 @@ def bench_image_name(task: str, suffix: str) -> str:
 
 
 def stage_default(workspace: Path, dest: Path, nonce: str | None) -> Path:
-    """The task dirs as Harbor's default builds them: network modes dropped (as `isolate_network` does)."""
+    """The task dirs as Harbor's default builds them: network modes dropped (as `stage_task` does)."""
     for task in EXAMPLE_TASKS:
-        staged = stage_task(load_task(workspace / "examples/tasks" / task), dest, isolate_network=True)
+        staged = stage_task(load_task(workspace / "examples/tasks" / task), dest)
         set_compose_image(staged, bench_image_name(task, nonce or "warm"))
         toml = (staged / "task.toml").read_text(encoding="utf-8")
         toml = re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE)
@@ -145,9 +145,7 @@ def stage_prebuilt(workspace: Path, dest: Path) -> Path:
     """The task dirs pointing Harbor at the workspace's task images (the names their sentinels record)."""
     for task in EXAMPLE_TASKS:
         image = task_image(workspace, task).name
-        staged = stage_task(
-            load_task(workspace / "examples/tasks" / task), dest, isolate_network=True, image=image
-        )
+        staged = stage_task(load_task(workspace / "examples/tasks" / task), dest, image=image)
         set_compose_image(staged, image)
     return dest
 

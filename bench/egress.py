@@ -9,6 +9,16 @@
 - `phase_start`: entering an allowlist phase (proxy up, CA trusted, JDKs pointed at it) with each proxy.
 - `single_run`: one oracle run of an example task (solve + verify steps in-process) whose agent phase
   allows the server's host, with `record: hosts` and with `record: urls`; target urls / hosts <= 1.1.
+- `harbor_trial`: one terminus-2 trial (the harbor kind's solve step, in-process, against the stand-in
+  model server on the docker bridge playing examples/models/examples_calc-4.json) on the record
+  (`trial_recorded`: the task's allowlist phase, recording proxy, CA, JVM proxy) and with
+  `isolate_network` (`trial_isolated`: no network); target recorded / isolated <= 1.1. Each must resolve
+  (Harbor's own verdict); the recorded one must carry its egress record. Skipped without Harbor.
+
+Section `fence` (`run_fence`, no workspace needed: the OS image and the host-only proxy's): entering and
+leaving an allowlist phase with its network's fence (`kotlin_bench.engine.fence`: one nft call to install,
+two to read and remove) and without it (today's network, `unfenced`), side by side, interleaved; target:
+fenced - unfenced <= 0.2 s for entering, paired by repetition.
 """
 
 from __future__ import annotations
@@ -16,19 +26,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import ipaddress
+import os
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
-from bench.common import Context, Row, log, task_image
+from bench.common import HARBOR_BIN, REPO, Context, Row, log, task_image
 from kotlin_bench.core import names, retrieval
 from kotlin_bench.dag import smk
 from kotlin_bench.dataset.task import load_task
-from kotlin_bench.engine import containers, egress, network
-from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine import containers, egress, fence, network
+from kotlin_bench.engine.engine import Engine, connect
 from kotlin_bench.runs import handoff, runner
 from kotlin_bench.runs.agents import Agent
 from kotlin_bench.runs.verify import VerifierOptions
@@ -116,7 +130,9 @@ def measure_downloads(ctx: Context, engine: Any, image: str, tls: Path, outside:
                     egress.EgressPolicy(
                         record=egress.Record.URLS if variant == "recorded" else egress.Record.HOSTS
                     ),
-                    retrieval.Facts(("examples:calc",), "1.0.1-SNAPSHOT", "1.1.0", None),
+                    retrieval.Facts(
+                        coordinates=("examples:calc",), base_version="1.0.1-SNAPSHOT", fix_releases=("1.1.0",)
+                    ),
                     egress.ensure_ca(ctx.tmp / "egress-ca"),
                     ctx.tmp / f"egress-{variant}-{rep}.jsonl",
                 )
@@ -170,8 +186,63 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
     return rows
 
 
+def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
+    """One terminus-2 trial of TASK on the record and isolated, in the order of the repetition."""
+    assert ctx.workspace is not None
+    config = yaml.safe_load((ctx.workspace / "config.yaml").read_text(encoding="utf-8"))
+    rows = []
+    variants = ["trial_recorded", "trial_isolated"]
+    for variant in variants[rep % 2 :] + variants[: rep % 2]:
+        agent = Agent(
+            f"bench-terminus-{variant.split('_')[1]}", "harbor", model="openai/standin-coder",
+            harbor_agent="terminus-2", base_url=model_url, isolate_network=variant == "trial_isolated",
+        )  # fmt: skip
+        work_dir = ctx.tmp / "egress-trials" / variant / f"rep-{rep}" / names.WORK_DIR
+        with contextlib.chdir(ctx.workspace):
+            task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
+            image = smk.task_image(config, task)
+            policy, facts = smk.configured_egress(config, {}, TASK)
+            started = time.monotonic()
+            try:
+                work = runner.solve_step(
+                    task, agent, rep + 1, work_dir, image, handoff.Limits.from_config(config.get("capture", {})),
+                    Path.cwd(), smk.configured_engine(config), policy, facts,
+                )  # fmt: skip
+            except Exception as exc:  # the row says why; the other variant still runs
+                rows.append(Row("egress", "harbor_trial", variant, TASK, rep, "wall_sec", time.monotonic() - started,
+                                ok=False, note=str(exc)[-300:]))  # fmt: skip
+                continue
+            seconds = time.monotonic() - started
+        recorded = work.work.egress is not None and work.work.egress.recorded_urls()
+        resolved = work.trial_verdict is not None and work.trial_verdict.reward == 1.0
+        ok = resolved and recorded == (variant == "trial_recorded")
+        rows.append(Row("egress", "harbor_trial", variant, TASK, rep, "wall_sec", seconds, ok=ok))
+        if work.work.timings.agent_network_sec is not None:
+            rows.append(Row("egress", "harbor_trial", variant, TASK, rep, "network_sec",
+                            work.work.timings.agent_network_sec, ok=ok))  # fmt: skip
+        log(f"egress harbor trial rep {rep} {variant}: {seconds:.2f}s ok={ok}")
+    return rows
+
+
+@contextlib.contextmanager
+def _model_server(engine: Any) -> Any:
+    """The stand-in model server on the docker bridge's gateway (terminus-2 calls it from the host)."""
+    from kotlin_bench.tools.model_server import ModelServer, Running, read_conversations
+
+    ipam = engine.client.networks.get(engine.default_network).attrs["IPAM"]["Config"][0]
+    # Docker's default bridge lists no gateway: it is the subnet's first address (docker0's)
+    bridge = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))
+    running = Running(ModelServer(read_conversations(REPO / "examples/models")), host=bridge)
+    try:
+        yield running.url()
+    finally:
+        running.stop()
+
+
 def task_facts() -> retrieval.Facts:
-    return retrieval.Facts(("examples:calc",), "1.0.1-SNAPSHOT", "1.1.0", None)
+    return retrieval.Facts(
+        coordinates=("examples:calc",), base_version="1.0.1-SNAPSHOT", fix_releases=("1.1.0",)
+    )
 
 
 def run(ctx: Context) -> None:
@@ -188,3 +259,88 @@ def run(ctx: Context) -> None:
         for rep in range(ctx.reps):
             ctx.recorder.add(*measure_downloads(ctx, engine, image, tls, outside, rep))
             ctx.recorder.add(*measure_run(ctx, rep))
+    if not HARBOR_BIN.exists():
+        log(f"egress harbor trials skipped: {HARBOR_BIN} missing (scripts/setup_harbor.sh)")
+        return
+    os.environ.setdefault("KOTLIN_BENCH_HARBOR", str(HARBOR_BIN.parents[2]))
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-standin")  # LiteLLM wants one; the stand-in ignores it
+    with _model_server(engine) as url:
+        for rep in range(ctx.reps):
+            ctx.recorder.add(*measure_trial(ctx, url, rep))
+
+
+FENCE_IMAGE = "kotlin-bench/os:bookworm"
+FENCE_REPS = 10  # pairs at least: the fence's cost is milliseconds beside a second of proxy start-up
+
+
+@contextlib.contextmanager
+def unfenced() -> Iterator[None]:
+    """The allowlist network as it was before the fence, for the comparison: no table is installed, read
+    or removed."""
+    with (
+        mock.patch.object(
+            fence, "install", lambda _e, name, _a, **_k: fence.Fence(name, fence.Kind.CONSTRUCTION)
+        ),
+        mock.patch.object(fence, "drop", lambda *_a, **_k: None),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def timed_fence(spent: dict[str, float]) -> Iterator[None]:
+    """The fence's own calls timed: installing (`install`) and reading and removing (`close`)."""
+    install, close = fence.install, fence.Fence.close
+
+    def timed(what: str, call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[what] = spent.get(what, 0.0) + time.monotonic() - started
+
+        return run
+
+    with (
+        mock.patch.object(fence, "install", timed("install", install)),
+        mock.patch.object(fence.Fence, "close", timed("close", close)),
+    ):
+        yield
+
+
+def measure_fence(engine: Engine, rep: int) -> list[Row]:
+    """Entering and leaving an allowlist phase (the host-only proxy) with the fence and without; and the
+    fence's own calls."""
+    rows = []
+    variants = ["fenced", "unfenced"]
+    for variant in variants[rep % 2 :] + variants[: rep % 2]:
+        key = f"bench-fence.{uuid.uuid4().hex[:8]}.1"
+        container = containers.start(engine, FENCE_IMAGE, key, LABELS, 1, 256, 256)
+        spent: dict[str, float] = {}
+        try:
+            with unfenced() if variant == "unfenced" else timed_fence(spent):
+                started = time.monotonic()
+                phase = network.enter_phase(engine, container, "allowlist", [HOST], key)
+                entered = time.monotonic() - started
+                started = time.monotonic()
+                phase.close()
+                left = time.monotonic() - started
+            ok = (phase.fence is not None) and (phase.fence.kind is fence.Kind.FIREWALL) == (
+                variant == "fenced"
+            )
+            rows.append(Row("egress", "fence", variant, "-", rep, "enter_sec", entered, ok=ok))
+            rows.append(Row("egress", "fence", variant, "-", rep, "leave_sec", left, ok=ok))
+            for what, seconds in spent.items():
+                rows.append(Row("egress", "fence", "calls", "-", rep, f"{what}_sec", seconds, ok=ok))
+            log(f"fence rep {rep} {variant}: enter {entered:.3f}s, leave {left:.3f}s {spent}")
+        finally:
+            containers.reap(engine.client, key)
+            network.reap_networks(engine, key)
+    return rows
+
+
+def run_fence(ctx: Context) -> None:
+    engine = connect()
+    network.ensure_proxy_image(engine)
+    for rep in range(max(ctx.reps, FENCE_REPS)):
+        ctx.recorder.add(*measure_fence(engine, rep))

@@ -18,6 +18,8 @@ TARGET_DRY_RUN_MB = 500.0
 TARGET_ENGINE = 1.3
 TARGET_EGRESS_DOWNLOADS = 1.3
 TARGET_EGRESS_RUN = 1.1
+TARGET_HARBOR_TRIAL = 1.1
+TARGET_FENCE_SEC = 0.2  # issue 36: an allowlist phase start with its fence, over today
 JOBS_AT_ONCE = 2  # bench.images.JOBS (not imported: this module only formats rows)
 
 
@@ -131,7 +133,7 @@ def targets(rows: list[Row]) -> list[str]:
                 _verdict(s.median, TARGET_ENGINE, True),
             ]
         )
-    body += regrade_targets(rows) + images_targets(rows) + egress_targets(rows)
+    body += regrade_targets(rows) + images_targets(rows) + egress_targets(rows) + harvest_targets(rows)
     return ["## Targets", "", *_md_table(["target", "measured: median [min, max]", "goal", "result"], body)]
 
 
@@ -141,6 +143,10 @@ def egress_targets(rows: list[Row]) -> list[list[str]]:
     run = spread(paired_ratios(rows, "egress", "urls", "hosts"))
     start = spread(
         _values([r for r in rows if r.ok], section="egress", variant="recorded", metric="enter_sec")
+    )
+    trial = spread(paired_ratios(rows, "egress", "trial_recorded", "trial_isolated"))
+    network = spread(
+        _values([r for r in rows if r.ok], section="egress", variant="trial_recorded", metric="network_sec")
     )
     return [
         [
@@ -156,6 +162,89 @@ def egress_targets(rows: list[Row]) -> list[list[str]]:
             _verdict(run.median, TARGET_EGRESS_RUN, True),
         ],
         ["10. allowlist phase start with the recording proxy (s)", start.text(), "-", "measured"],
+        [
+            "10. a terminus-2 trial (solve step), on the record / isolate_network",
+            trial.text(),
+            f"≤ {TARGET_HARBOR_TRIAL}",
+            _verdict(trial.median, TARGET_HARBOR_TRIAL, True),
+        ],
+        [
+            "10. the trial's agent phase set up behind Harbor's healthcheck (s)",
+            network.text(),
+            "-",
+            "measured",
+        ],
+        *fence_targets(rows),
+    ]
+
+
+def fence_targets(rows: list[Row]) -> list[list[str]]:
+    """Issue 36: an allowlist phase's start with its network's fence against the same without (paired
+    by repetition: fenced - unfenced, seconds)."""
+    body = []
+    for metric, what in (("enter_sec", "start"), ("leave_sec", "end")):
+        by_rep: dict[int, dict[str, float]] = defaultdict(dict)
+        for r in _select(rows, section="egress", case="fence", metric=metric):
+            if r.ok:
+                by_rep[r.rep][r.variant] = r.value
+        pairs = [v for v in by_rep.values() if {"fenced", "unfenced"} <= set(v)]
+        extra = spread([v["fenced"] - v["unfenced"] for v in pairs])
+        fenced, bare = (spread([v[k] for v in pairs]) for k in ("fenced", "unfenced"))
+        goal = TARGET_FENCE_SEC if metric == "enter_sec" else None
+        body.append(
+            [
+                f"11. allowlist phase {what}, fenced - unfenced (s; fenced {fenced.text(3)}, unfenced {bare.text(3)})",
+                extra.text(3),
+                f"≤ {goal}" if goal else "-",
+                _verdict(extra.median, goal, True) if goal else "measured",
+            ]
+        )
+    for metric, what in (("install_sec", "installing it"), ("close_sec", "reading and removing it")):
+        own = spread(_values(rows, section="egress", case="fence", variant="calls", metric=metric))
+        body.append([f"11. the fence's own calls: {what} (s)", own.text(3), "-", "measured"])
+    return body
+
+
+def harvest_targets(rows: list[Row]) -> list[list[str]]:
+    """Issue 37: a second listing with nothing new answered from ETags (a fraction of the first), and
+    the candidates' validation in parallel (ratios reported, no number set)."""
+    body = []
+    for variant, reference, label, goal, at_most in (
+        ("again", "first", "11. listing 1,000 pull requests again, nothing new / first (wall)", "< 1", True),
+        ("cores_1", "cores_2", "11. validating 3 candidates, --cores 1 / --cores 2 (wall)", "> 1", False),
+    ):
+        s = spread(paired_ratios(rows, "harvest", variant, reference))
+        if s.n:
+            body.append([label, s.text(), goal, _verdict(s.median, 1.0, at_most)])
+    return body
+
+
+def harvest(rows: list[Row]) -> list[str]:
+    sec = _select(rows, section="harvest")
+    if not sec:
+        return []
+    body = []
+    for case, variant in (
+        ("listing", "first"),
+        ("listing", "again"),
+        ("validation", "cores_1"),
+        ("validation", "cores_2"),
+    ):
+        walls = _select(sec, case=case, variant=variant, metric="wall_sec")
+        if not walls:
+            continue
+        not_modified = spread(_values(sec, case=case, variant=variant, metric="not_modified"))
+        requests = spread(_values(sec, case=case, variant=variant, metric="requests"))
+        body.append([
+            f"{case} {variant}", spread([w.value for w in walls]).text(2),
+            requests.text(0) if requests.n else "-", not_modified.text(0) if not_modified.n else "-",
+            "yes" if all(w.ok for w in walls) else "NO", walls[0].note,
+        ])  # fmt: skip
+    header = ["measurement", "wall (s)", "requests", "answered 304", "checks", "note (first)"]
+    return [
+        "## 11. Harvest: listing 1,000 pull requests; validating candidates",
+        "",
+        *_md_table(header, body),
     ]
 
 
@@ -538,6 +627,7 @@ def summarize(rows: list[Row], header: list[str]) -> str:
         *regrade(rows),
         *images(rows),
         *engines(rows),
+        *harvest(rows),
     ]
     parts += failures(rows)
     return "\n".join(parts).rstrip() + "\n"

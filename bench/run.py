@@ -24,6 +24,7 @@ from bench import (
     disk,
     egress,
     engines,
+    harvest,
     images,
     incremental,
     overhead,
@@ -57,6 +58,8 @@ SECTIONS: dict[str, Callable[[Context], None]] = {
     "images": images.run,
     "engines": engines.run,
     "egress": egress.run,
+    "fence": egress.run_fence,
+    "harvest": harvest.run,
 }
 # The sections that work in (or copy from) the prepared workspace; scale copies its materialized tasks.
 NEEDS_WORKSPACE = {
@@ -69,6 +72,7 @@ NEEDS_WORKSPACE = {
     "images",
     "engines",
     "egress",
+    "harvest",
 }
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from bench.common import Context, Row, log
 from bench.scale import AGENTS, ATTEMPTS, synthetic_spec
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.core.record import AgentWork, RunKey, RunResult, Status
+from kotlin_bench.core.record_parts import CategoryReport, Timings, VerifierReport
 from kotlin_bench.results.compare import all_pairs
 from kotlin_bench.results.site.build import SiteInputs, build_site
 from kotlin_bench.results.stats import rates, rates_by_repository
@@ -32,22 +33,26 @@ DIFF = "diff --git a/src/Calc.kt b/src/Calc.kt\n--- a/src/Calc.kt\n+++ b/src/Cal
 VERIFIER_LOG = "".join(f"[verifier] step {i}: something the verifier did\n" for i in range(40))
 
 
-def categories(resolved: bool) -> dict[str, object]:
+def categories(resolved: bool) -> dict[str, CategoryReport]:
     missing = [] if resolved else [f"calc.CalcTest.case {i}()" for i in range(3)]
     return {
-        "f2p": {"expected": 3, "landed": 3 - len(missing), "missing": missing},
-        "p2p": {"expected": 11, "landed": 11, "missing": []},
-        "s2p": {"expected": 0, "landed": 0, "missing": []},
-        "n2p": {"expected": 0, "landed": 0, "missing": []},
+        "f2p": CategoryReport(expected=3, landed=3 - len(missing), missing=missing),
+        "p2p": CategoryReport(expected=11, landed=11, missing=[]),
+        "s2p": CategoryReport(expected=0, landed=0, missing=[]),
+        "n2p": CategoryReport(expected=0, landed=0, missing=[]),
     }
 
 
 def write_run(root: Path, task: dict[str, object], agent: str, attempt: int) -> Path:
     resolved = agent != "nop" and not (agent == "gold" and (attempt + int(task["pr"])) % 4 == 0)  # type: ignore[call-overload]
-    result = RunResult(str(task["id"]), str(task["repository"]), agent, agent, None, attempt)
+    key = RunKey(str(task["id"]), str(task["repository"]), agent, agent, None, attempt)
+    result = RunResult(
+        key,
+        work=AgentWork(timings=Timings(agent_sec=1.2)),
+        verify_timings=Timings(verifier_sec=6.5, total_sec=8.0),
+        verifier=VerifierReport(resolved=resolved, reasons=[], categories=categories(resolved)),
+    )
     result.score(1.0 if resolved else 0.0, None if resolved else "f2p_failed", "expected_missing: f2p 3 of 3")
-    result.verifier = {"resolved": resolved, "reasons": [], "categories": categories(resolved)}
-    result.timings = {"agent_sec": 1.2, "verifier_sec": 6.5, "total_sec": 8.0}
     run = root / names.run_dir(agent, result.task, attempt)
     work = run / names.WORK_DIR
     work.mkdir(parents=True, exist_ok=True)

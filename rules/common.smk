@@ -200,3 +200,42 @@ def stale_regrade(wildcards):
 
 def network_check_inputs(wildcards):
     return PLAN.network_check_inputs(wildcards.task)
+
+
+# The harvest (rules/harvest.smk): its plan, and the input functions that read its checkpoints.
+from kotlin_bench.dag.harvest import HarvestPlan
+from kotlin_bench.dag.redo import ForcedAgain
+
+HARVEST = HarvestPlan.from_config(config, Path(workflow.basedir))
+HARVEST_ERRORS = ForcedAgain(workflow)
+
+
+def harvest_resource(name, image):
+    return lambda wildcards: getattr(
+        HARVEST.resources(
+            wildcards.owner, wildcards.repo, wildcards.pr, wildcards.variant, image
+        ),
+        name,
+    )
+
+
+def harvest_probe_inputs(wildcards):
+    image = checkpoints.harvest_image.get(**wildcards).output[0]
+    return HARVEST.probe_inputs(
+        wildcards.owner, wildcards.repo, wildcards.pr, wildcards.variant, Path(image)
+    )
+
+
+def harvest_verdict_inputs(wildcards):
+    # a candidate recorded as an error (the harness failed on every try) is tried again
+    HARVEST_ERRORS.redo(HARVEST.errored(wildcards.owner, wildcards.repo, wildcards.pr))
+
+    def probe(variant):
+        return checkpoints.harvest_probe.get(**wildcards, variant=variant).output[0]
+
+    return HARVEST.verdict_inputs(wildcards.owner, wildcards.repo, wildcards.pr, probe)
+
+
+def harvest_window_inputs(wildcards):
+    screened = checkpoints.harvest_screen.get(**wildcards).output[0]
+    return HARVEST.window_inputs(wildcards.owner, wildcards.repo, Path(screened))

@@ -1,8 +1,11 @@
 from kotlin_bench.results.reproduce.plan import ReproducePlan
+from kotlin_bench.runs.agents.config import agent_cutoffs
 
 REPRODUCE = ReproducePlan.from_config(
     config.get("reproduce"), list(PLAN.agents), Path(workflow.basedir)
 )
+# the agents' training cutoffs (config agents: cutoff:), for the reports only
+CUTOFFS = agent_cutoffs(PLAN.agents.values())
 
 
 rule summary:
@@ -43,6 +46,7 @@ rule aggregate:
         "../environment.yml"
     params:
         reproduce=REPRODUCE.to_params(),
+        cutoffs=CUTOFFS,
     script:
         "../workflow/scripts/aggregate.py"
 
@@ -59,12 +63,15 @@ rule plots:
         rates=names.PLOT_RATES,
         by_repository=names.PLOT_RATES_BY_REPOSITORY,
         outcomes=names.PLOT_OUTCOMES,
+        quarters=names.PLOT_QUARTERS,
         html=names.REPORT_HTML,
     log:
         names.log("plots"),
     localrule: True
     conda:
         "../environment.yml"
+    params:
+        cutoffs=CUTOFFS,
     script:
         "../workflow/scripts/plots.py"
 
@@ -77,7 +84,12 @@ rule site:
         by_repository=names.RATES_BY_REPOSITORY_CSV,
         comparisons=names.COMPARISONS_CSV,
         # the charts the index shows (relative links: a copy of results/ keeps them)
-        plots=[names.PLOT_RATES, names.PLOT_RATES_BY_REPOSITORY, names.PLOT_OUTCOMES],
+        plots=[
+            names.PLOT_RATES,
+            names.PLOT_RATES_BY_REPOSITORY,
+            names.PLOT_OUTCOMES,
+            names.PLOT_QUARTERS,
+        ],
     output:
         names.SITE_INDEX,
     log:
@@ -87,5 +99,6 @@ rule site:
         "../environment.yml"
     params:
         tasks_dir=config["tasks_dir"],
+        cutoffs=CUTOFFS,
     script:
         "../workflow/scripts/site.py"

@@ -37,6 +37,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ "$(id -u)" -eq 0 ]; then
   command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+  # the fence of allowlist phases' networks (kotlin_bench.engine.fence; rootless Podman needs none)
+  [ -x /usr/sbin/nft ] || command -v nft >/dev/null 2>&1 || need+=(nftables)
 else
   # an ordinary user makes the OS image with mmdebstrap in a user namespace (rootless Podman)
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

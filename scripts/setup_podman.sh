@@ -141,7 +141,7 @@ fi
 # ------------------------------------------------------------------------------------------ root
 need=()
 for pair in podman:podman newuidmap:uidmap slirp4netns:slirp4netns fuse-overlayfs:fuse-overlayfs \
-  iptables:iptables curl:curl mmdebstrap:mmdebstrap; do
+  iptables:iptables nft:nftables curl:curl mmdebstrap:mmdebstrap; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then

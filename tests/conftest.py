@@ -548,6 +548,24 @@ def standin_repo() -> Any:
     return repo
 
 
+@pytest.fixture
+def github_api() -> Iterator[Callable[..., Any]]:
+    """The stand-in GitHub REST API (kotlin_bench.tools.github_api) in this process: call it with the
+    repositories to serve (`github_records.Repository`, e.g. `from_history`, `synthetic`) and a rate limit;
+    it answers on loopback (`.url`, `.api` its state: faults, counts) and stops at the test's end."""
+    from kotlin_bench.tools.github_api import GitHubApi, RateLimit, Running
+
+    started: list[Running] = []
+
+    def start(repositories: list[Any], rate: RateLimit | None = None) -> Running:
+        started.append(Running(GitHubApi(repositories, rate)))
+        return started[-1]
+
+    yield start
+    for running in started:
+        running.stop()
+
+
 @pytest.fixture(scope="session")
 def registry_service() -> str:
     """A container registry on loopback (`KOTLIN_BENCH_REGISTRY`, default 127.0.0.1:5000): its host:port."""

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
+from kotlin_bench.core.codec import to_json
 from kotlin_bench.core.record import RunResult, Status, Usage
 from kotlin_bench.results.summary import summarize
 
@@ -26,18 +27,22 @@ def verifier_report(reasons: list[str], f2p_landed: int = 2) -> dict[str, Any]:
 def make_result(
     task: str, agent: str = "oracle", attempt: int = 1, status: str = "resolved", **fields: Any
 ) -> RunResult:
-    """A run record as the runner writes it, with any fields set."""
-    repository = fields.pop("repository", f"acme/{task.split('-')[0]}")
-    result = RunResult(task, repository, agent, fields.pop("kind", agent), fields.pop("model", None), attempt)
-    result.status = Status(status)
-    result.reward = {"resolved": 1.0, "unresolved": 0.0}.get(status)
-    result.image_id = "sha256:" + "ab" * 32
-    result.timings = {"agent_sec": 1.5, "verifier_sec": 10.25, "total_sec": 12.0}
-    if status == "resolved":
-        result.verifier = verifier_report([])
-    for key, value in fields.items():
-        setattr(result, key, value)
-    return result
+    """A run record as the runner writes it, with any of its result.json keys set (values as the file has
+    them, or typed)."""
+    data: dict[str, Any] = {
+        "task": task,
+        "repository": f"acme/{task.split('-')[0]}",
+        "agent": agent,
+        "kind": agent,
+        "model": None,
+        "attempt": attempt,
+        "status": Status(status).value,
+        "reward": {"resolved": 1.0, "unresolved": 0.0}.get(status),
+        "image_id": "sha256:" + "ab" * 32,
+        "timings": {"agent_sec": 1.5, "verifier_sec": 10.25, "total_sec": 12.0},
+        "verifier": verifier_report([]) if status == "resolved" else {},
+    }
+    return RunResult.from_dict(data | {key: to_json(value) for key, value in fields.items()})
 
 
 def write_results(root: Path, results: list[RunResult]) -> list[Path]:

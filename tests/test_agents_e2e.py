@@ -61,7 +61,7 @@ def _plain_harbor_run(work: Path, task_id: str, harbor_installed: Path) -> dict[
     image of the compose file's name (`kotlin-bench/<repo>:pr-<N>`) and deletes it afterwards. The task
     directory is staged without our image and with the main service on no network (Harbor's allowlist
     sidecar image is not available offline), stopped as our trials stop it (`trial_compose`)."""
-    staged = stage_task(load_task(work / "examples/tasks" / task_id), work / "plain", isolate_network=True)
+    staged = stage_task(load_task(work / "examples/tasks" / task_id), work / "plain")
     toml = (staged / "task.toml").read_text(encoding="utf-8")
     (staged / "task.toml").write_text(re.sub(r'^docker_image = "[^"]*"\n', "", toml, flags=re.MULTILINE))
     extra = work / "plain/extra.compose.yaml"
@@ -156,7 +156,7 @@ def results(
         "tasks": HARBOR_TASKS,
         "agents": [
             *ours,
-            {"name": "harbor-oracle", "kind": "harbor", "harbor_agent": "oracle", "isolate_network": True},
+            {"name": "harbor-oracle", "kind": "harbor", "harbor_agent": "oracle"},  # on the record
             {"name": "harbor-nop", "kind": "harbor", "harbor_agent": "nop", "isolate_network": True},
         ],
         "reproduce": {"reference": {"oracle": "oracle", "harbor-oracle": "oracle"}},
@@ -244,6 +244,16 @@ def test_harbor_results_keep_the_trial_and_its_verifier_files(results: pd.DataFr
     assert (run / "verifier/junit.xml").read_text().count("<testcase") > 0
     assert "--extra-docker-compose" in (run / "work/harbor/harbor.log").read_text()  # the quick stop
     assert "stop_grace_period: 1s" in (run / "work/harbor/extra.compose.yaml").read_text()
+    # the oracle's agent phase on the record (nothing fetched, nothing flagged); nop's without network
+    record = json.loads((run / "work/work.json").read_text())
+    assert record["egress"] == result["egress"] and record["egress"]["record"] == "urls"
+    assert record["flags"]["retrieval"] == [] and (run / "work" / names.EGRESS_RECORD).is_file()
+    rows = results[results.task == "examples_calc-4"].set_index("agent")
+    assert rows.loc["harbor-oracle", "egress_requests"] == 0 and not rows.loc["harbor-oracle", "retrieval"]
+    assert pd.isna(rows.loc["harbor-nop", "egress_requests"])
+    nop = work / names.work_dir("harbor-nop", "examples_calc-4", 1)
+    assert json.loads((nop / names.WORK_FILE).read_text())["egress"] is None
+    assert "network_mode: none" in (nop / "harbor/extra.compose.yaml").read_text()
     staged = run / "work/harbor/task/examples_calc-4"
     built = json.loads((work / "results/images/task/examples_calc-4.json").read_text())["image"]
     assert built.startswith("kotlin-bench/examples_calc:pr-4.ws-")  # the workflow's own name, not Harbor's

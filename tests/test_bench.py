@@ -95,8 +95,38 @@ def test_every_section_that_needs_the_workspace_is_a_section() -> None:
             "images",
             "engines",
             "egress",
+            "fence",
+            "harvest",
         )
     }
+
+
+def test_the_summary_reports_the_fence_as_paired_differences() -> None:
+    """Section `fence`: fenced - unfenced per repetition (the median of the differences, not of each)."""
+    rows = []
+    for rep, (fenced, bare) in enumerate(((1.30, 1.25), (2.00, 1.10), (1.00, 1.05))):
+        rows += [
+            Row("egress", "fence", "fenced", "-", rep, "enter_sec", fenced),
+            Row("egress", "fence", "unfenced", "-", rep, "enter_sec", bare),
+            Row("egress", "fence", "calls", "-", rep, "install_sec", 0.02),
+        ]
+    text = summarize(rows, ["# test", ""])
+    assert "| 0.050 [-0.050, 0.900] | ≤ 0.2 | PASS (margin 0.15) |" in text, text
+    assert "| 11. the fence's own calls: installing it (s) | 0.020 [0.020, 0.020] | - | measured |" in text
+
+
+def test_the_summary_reports_the_harvest_ratios() -> None:
+    rows = [
+        Row("harvest", "listing", "first", "acme/many", 1, "wall_sec", 2.0),
+        Row("harvest", "listing", "again", "acme/many", 1, "wall_sec", 0.5),
+        Row("harvest", "listing", "again", "acme/many", 1, "not_modified", 10, "requests"),
+        Row("harvest", "validation", "cores_1", "examples/semver", 1, "wall_sec", 90.0),
+        Row("harvest", "validation", "cores_2", "examples/semver", 1, "wall_sec", 60.0),
+    ]
+    text = summarize(rows, [])
+    assert "| 11. listing 1,000 pull requests again, nothing new / first (wall) | 0.25 | < 1 | PASS" in text
+    assert "| 11. validating 3 candidates, --cores 1 / --cores 2 (wall) | 1.50 | > 1 | PASS" in text
+    assert "| listing again | 0.50 | - | 10 | yes |" in text
 
 
 def _row(section: str, variant: str, metric: str, value: float, rep: int = 0, ok: bool = True) -> Row:

@@ -25,8 +25,10 @@ from kotlin_bench.core import names
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine import retention
 from kotlin_bench.engine.engine import connect
+from kotlin_bench.engine.fence import table_name
 from kotlin_bench.engine.images import ImageError, build_task_image, image_id, read_sentinel, stream_build
 from kotlin_bench.engine.leftovers import Findings, Kind, Owner, find
+from kotlin_bench.engine.network import unfence
 from kotlin_bench.runs.activity import LockState, Role, scan
 from kotlin_bench.tools.cli import main
 from kotlin_bench.tools.workspace import EXAMPLE_TASKS, Workspace
@@ -69,6 +71,12 @@ def run_objects(ws: Workspace) -> dict[str, str]:
     }
 
 
+def fences(ws: Workspace) -> set[str]:
+    """The nftables tables of the workspace's networks (their fences) on the host."""
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True).stdout
+    return {n for n in run_objects(ws).values() if f"table inet {table_name(n)}" in tables.splitlines()}
+
+
 def scrub(root: Path) -> None:
     """Remove whatever of the workspace at `root` is still on the engine (its label), images last."""
     client = connect().client
@@ -79,6 +87,7 @@ def scrub(root: Path) -> None:
     for network in client.networks.list(filters=label):
         with contextlib.suppress(Exception):
             network.remove()
+            unfence(connect(), network.name)
     for _ in range(5):  # children before parents
         for image in client.api.images(all=True, filters=label):
             with contextlib.suppress(Exception):
@@ -155,6 +164,8 @@ def test_clean_lists_and_removes_exactly_what_a_killed_workspace_left(
         assert ids(found, Kind.CONTAINER, Kind.PROXY, Kind.NETWORK) == set(left)
         assert not ids(found, Kind.IMAGE, Kind.BUILD_CACHE), "the clone built nothing"
         assert users.id not in ids(found, *Kind)
+        fenced_a, fenced_b = fences(a), fences(b)  # each agent phase's network, with its fence
+        assert len(fenced_a) == 1 and len(fenced_b) == 1, (fenced_a, fenced_b)
 
         code, listed, _ = clean(a.root)
         assert code == 0
@@ -172,6 +183,9 @@ def test_clean_lists_and_removes_exactly_what_a_killed_workspace_left(
         assert code == 0, removed
         assert not run_objects(a)
         assert set(run_objects(b)) == set(theirs), "B's containers, proxy and network are untouched"
+        tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+        assert f"table inet {table_name(next(iter(fenced_a)))}" not in tables.splitlines()  # A's fence went
+        assert fences(b) == fenced_b  # B's stays with its network
         assert in_agent_phase(b)
         client.containers.get(users.id)  # the user's container stays
         code, listed, _ = clean(a.root)

@@ -20,14 +20,8 @@ from kotlin_bench.dataset.generate import (
     render_prepare_env,
     render_warmup,
 )
-from kotlin_bench.dataset.spec import (
-    SpecError,
-    glob_to_regex,
-    load_dataset,
-    matches_any,
-    parse_dataset,
-    split_paths,
-)
+from kotlin_bench.dataset.globs import glob_to_regex, matches_any, split_paths
+from kotlin_bench.dataset.spec import SpecError, load_dataset, parse_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "dataset" / "kotlin-bench.json"

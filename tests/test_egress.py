@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from kotlin_bench.core import names, retrieval
-from kotlin_bench.core.record import WorkRecord
+from kotlin_bench.core.record import AgentWork, RunKey, WorkRecord
 from kotlin_bench.engine import containers, egress, network
 from kotlin_bench.engine.engine import Engine, connect
 from kotlin_bench.engine.images import read_sentinel
@@ -37,7 +37,10 @@ pytestmark = pytest.mark.usefixtures("docker_engine")
 EXAMPLE_TASK = "examples_calc-4"
 HOST = "repo.examples.test"
 FACTS = retrieval.Facts(
-    ("examples:calc",), "1.0.1-SNAPSHOT", "1.1.0", "https://example.invalid/examples/calc"
+    coordinates=("examples:calc",),
+    base_version="1.0.1-SNAPSHOT",
+    fix_releases=("1.1.0",),
+    upstream="https://example.invalid/examples/calc",
 )
 M2 = f"https://{HOST}/maven2"
 SERVE = """
@@ -201,9 +204,9 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
         summary = egress.summarize(requests, egress.Record.URLS)
         assert (summary.requests, summary.refused, len(summary.retrieval)) == (len(requests), 1, 5)
         # the work record reads the summary back as it was written
-        record = WorkRecord(EXAMPLE_TASK, "examples/calc", "a", "script", None, 1, egress=summary)
-        record.write(tmp_path / "work.json")
-        assert WorkRecord.read(tmp_path / "work.json").egress == summary
+        run_key = RunKey(EXAMPLE_TASK, "examples/calc", "a", "script", None, 1)
+        WorkRecord(run_key, work=AgentWork(egress=summary)).write(tmp_path / "work.json")
+        assert WorkRecord.read(tmp_path / "work.json").work.egress == summary
 
         seen, requests, _ = _phase(lab, container, key, block=True, tmp=tmp_path)
         for label in ("metadata", "older", "other_coordinates"):
@@ -232,15 +235,21 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
 
 def test_no_example_run_is_flagged(finished_examples: Workspace) -> None:
     """The examples' oracle and nop runs, whose agent phases allow the stand-in repository and so are
-    recorded (`egress: {record: urls}`, the default), fetch nothing that may hold a fix: none is flagged."""
+    recorded (`egress: {record: urls}`, the default), fetch nothing that may hold a fix and try nothing
+    around their proxy: none is flagged."""
     works = sorted(
         (finished_examples.root / names.RESULTS).glob(f"runs/*/*/attempt-*/work/{names.WORK_FILE}")
     )
     assert works
     for path in works:
         work = WorkRecord.read(path)
-        assert work.flags.get("retrieval") == [], path
-        assert work.egress is not None and work.egress.record == "urls" and work.egress.retrieval == [], path
+        agent = work.work
+        assert agent.flags.get("retrieval") == [], path
+        assert agent.egress is not None and agent.egress.record == "urls" and agent.egress.retrieval == [], (
+            path
+        )
+        # nor did one try to go around its proxy (the fence saw nothing: Gradle's builds included)
+        assert agent.flags.get("around_proxy") == [] and agent.egress.around_proxy == 0, path
         assert (path.parent / names.EGRESS_RECORD).is_file(), path
 
 
@@ -324,13 +333,88 @@ def test_a_script_agent_that_downloads_the_fix_is_flagged_or_refused_and_scored(
     flagged_url = f"http://{HOST}/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar"
     work, result, log = results[egress.Retrieval.FLAG]
     assert "unpacked" in log, log
-    assert work.flags["retrieval"] == [flagged_url] and work.egress is not None
-    assert work.egress.requests == 2 and work.egress.blocked == 0
+    assert work.work.flags["retrieval"] == [flagged_url] and work.work.egress is not None
+    assert work.work.egress.requests == 2 and work.work.egress.blocked == 0
     assert result.status == "resolved" and result.reward == 1.0, (result.reason, result.error)
     row = summary_row(result)
     assert row["retrieval"] is True and row["egress_requests"] == 2 and row["egress_refused"] == 0
     assert (tmp_path / str(egress.Retrieval.FLAG) / names.WORK_DIR / names.EGRESS_RECORD).is_file()
     work, result, log = results[egress.Retrieval.BLOCK]
     assert "download failed" in log and "403" in log, log
-    assert work.flags["retrieval"] == [flagged_url] and work.egress is not None and work.egress.blocked == 1
+    blocked = work.work.egress
+    assert work.work.flags["retrieval"] == [flagged_url] and blocked is not None and blocked.blocked == 1
     assert result.status == "unresolved" and result.reward == 0.0
+
+
+# The agent that goes around the proxy (a reviewer's): it ignores the proxy variables, takes its network's
+# gateway from the routing table (the host, on Docker), speaks HTTPS to it with the stand-in repository's
+# name as SNI (the task image trusts the stand-in's CA), and unpacks the first release after the base,
+# which holds the fix, over the work tree.
+AROUND = """#!/bin/bash
+python3 - <<'PY'
+import io, os, socket, ssl, struct, zipfile
+gateway = None
+for line in open("/proc/net/route").read().splitlines()[1:]:
+    fields = line.split()
+    if fields[1] == "00000000":
+        gateway = socket.inet_ntoa(struct.pack("<L", int(fields[2], 16)))
+print("gateway", gateway)
+path = "/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar"
+try:
+    raw = socket.create_connection((gateway, 443), timeout=20)
+    with ssl.create_default_context().wrap_socket(raw, server_hostname="repo.examples.test") as tls:
+        tls.sendall(f"GET {path} HTTP/1.0\\r\\nHost: repo.examples.test\\r\\n\\r\\n".encode())
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
+except (OSError, TypeError) as e:
+    print("fetch failed:", e)
+    raise SystemExit(0)
+jar = zipfile.ZipFile(io.BytesIO(data.split(b"\\r\\n\\r\\n", 1)[1]))
+for name in jar.namelist():
+    if name.endswith(".kt"):
+        target = os.path.join(os.environ["KOTLIN_BENCH_REPO_DIR"], "src/main/kotlin", name)
+        with open(target, "wb") as out:
+            out.write(jar.read(name))
+print("unpacked")
+PY
+"""
+
+
+def test_an_agent_that_goes_around_the_proxy_to_the_host_gets_nothing_and_is_flagged(
+    finished_examples: Workspace, standin_repo: Any, tmp_path: Path
+) -> None:
+    """The reviewer's attack on examples_calc-4 through the solve and verify steps: the fetch from the
+    stand-in repository on the host, around the proxy, is refused at once (it scored 1 when the host was
+    reachable), the run scores 0, and it is flagged and recorded (`flags.around_proxy`, the work
+    record's `egress.around_proxy`, summary.csv's `around_proxy` and `retrieval`)."""
+    from kotlin_bench.dataset.task import load_task
+    from kotlin_bench.engine.images import ImageRef
+    from kotlin_bench.results.summary import summary_row
+    from kotlin_bench.runs import handoff, runner
+    from kotlin_bench.runs.agents import Agent
+
+    root = finished_examples.root
+    sentinel = read_sentinel(root / names.task_sentinel(EXAMPLE_TASK))
+    image = ImageRef(sentinel.image, sentinel.id)
+    task = load_task(root / "examples/tasks" / EXAMPLE_TASK)
+    (tmp_path / "agent.sh").write_text(AROUND)
+    agent = Agent("around", "script", script="agent.sh")
+    run_dir = tmp_path / "run"
+    with contextlib.chdir(tmp_path):
+        work = runner.solve_step(
+            task, agent, 1, run_dir / names.WORK_DIR, image, handoff.Limits(), tmp_path, DOCKER,
+            egress.EgressPolicy(retrieval=egress.Retrieval.BLOCK), FACTS,
+        )  # fmt: skip
+        result = runner.verify_step(task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
+                                    lambda: image, None, DOCKER)  # fmt: skip
+    log = (run_dir / names.WORK_DIR / names.AGENT_LOG).read_text()
+    assert "fetch failed: [Errno 111] Connection refused" in log and "unpacked" not in log, log
+    gateway = log.split("gateway ", 1)[1].split()[0]
+    seen = work.work.egress
+    assert seen is not None and seen.requests == 0  # nothing went through the proxy
+    assert seen.around_proxy == 1 and seen.around_proxy_to == [f"tcp {gateway}:443"]
+    assert work.work.flags["around_proxy"] == [f"tcp {gateway}:443"] and work.work.flags["retrieval"] == []
+    assert result.status == "unresolved" and result.reward == 0.0
+    row = summary_row(result)
+    assert row["around_proxy"] == 1 and row["retrieval"] is True

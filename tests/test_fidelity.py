@@ -588,13 +588,13 @@ def test_a_fix_with_edited_hidden_test_files_resolves_as_published(
     assert out.returncode == 0, out.stderr[-3000:]
     published, strict = ws.result("published", task), ws.result("strict", task)
     assert published is not None and strict is not None
-    assert published.status is Status.RESOLVED, published.verifier.get("reasons")
+    assert published.status is Status.RESOLVED, published.verifier.reasons
     assert "src/test/kotlin/calc/CalculatorTest.kt" in published.flags["tests"]  # flagged for review
     assert (strict.status, strict.reason) == (Status.UNRESOLVED, "test_patch_failed")
     committed = ws.result("committing", task)
     assert committed is not None
     assert (committed.status, committed.reason) == (Status.UNRESOLVED, "test_patch_failed")
-    assert committed.capture["committed_bytes"] > 0
+    assert committed.capture is not None and committed.capture.committed_bytes > 0
     work = (ws.root / names.work_record("committing", task, 1)).parent
     assert "src/test/kotlin/calc/CalculatorTest.kt" in (work / "committed.diff").read_text()
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from kotlin_bench.core import names
+from kotlin_bench.core.codec import to_json
 from kotlin_bench.core.record import RunResult
 from kotlin_bench.dataset.predictions import load_predictions, patch_candidates
 from kotlin_bench.dataset.task import Task, load_task
@@ -291,13 +292,15 @@ def test_left_out_records_cover_embedded_repositories_once() -> None:
         handoff.LeftOut("hs_err_pid1.log", handoff.Why.DEBRIS, 6),
         handoff.LeftOut("clone", handoff.Why.EMBEDDED_REPOSITORY, None),
     ]
-    record = handoff.Capture(handoff.Outcome.CAPTURED, left_out=found, errors=["error: invalid path '.GIT'"])
+    record = handoff.Capture(
+        handoff.CaptureOutcome.CAPTURED, left_out=found, errors=["error: invalid path '.GIT'"]
+    )
     assert record.review() == [
         "hs_err_pid1.log (6 bytes, matches capture.exclude)",
         "clone (an embedded git repository)",
         "error: invalid path '.GIT'",
     ]
-    assert json.loads(json.dumps(record.to_record()))["left_out"][1] == {
+    assert json.loads(json.dumps(to_json(record)))["left_out"][1] == {
         "path": "clone",
         "why": "embedded_repository",
         "bytes": None,
@@ -398,7 +401,7 @@ def hand_off(
         )
         skip = set(IGNORED) | {x.path for x in record.left_out}
         agent_tree = (
-            _manifest(agent, task.repo_dir, skip) if record.outcome is handoff.Outcome.CAPTURED else {}
+            _manifest(agent, task.repo_dir, skip) if record.outcome is handoff.CaptureOutcome.CAPTURED else {}
         )
         verifier = start("verifier")
         if setup:
@@ -424,7 +427,7 @@ def hand_off(
 
 
 def assert_carried(done: HandOff) -> None:
-    assert done.capture.outcome is handoff.Outcome.CAPTURED, (done.capture, done.log[-3000:])
+    assert done.capture.outcome is handoff.CaptureOutcome.CAPTURED, (done.capture, done.log[-3000:])
     assert done.applied, done.log[-3000:]
     missing = {p: v for p, v in done.agent_tree.items() if done.verifier_tree.get(p) != v}
     extra = sorted(set(done.verifier_tree) - set(done.agent_tree))
@@ -510,7 +513,7 @@ def test_a_tracked_file_over_the_limit_keeps_its_base_version_and_is_listed(
 def test_a_diff_over_the_limit_is_an_outcome_not_an_error(site: Site, tmp_path: Path) -> None:
     thing = "mkdir gen && for i in 1 2 3; do head -c 600000 /dev/urandom | base64 > gen/$i.txt; done\n"
     done = hand_off(site, tmp_path, thing, limits=handoff.Limits(max_diff_bytes=1 << 20))
-    assert done.capture.outcome is handoff.Outcome.TOO_LARGE
+    assert done.capture.outcome is handoff.CaptureOutcome.TOO_LARGE
     assert (tmp_path / "agent.diff").stat().st_size == 0 and done.capture.diff_bytes == 0
     assert "max_diff_bytes" in done.capture.message
 
@@ -518,11 +521,11 @@ def test_a_diff_over_the_limit_is_an_outcome_not_an_error(site: Site, tmp_path: 
 @pytest.mark.docker
 def test_a_removed_work_tree_and_a_sabotaged_tool_are_outcomes(site: Site, tmp_path: Path) -> None:
     gone = hand_off(site, tmp_path / "gone", "cd / && rm -rf /home/calc\n")
-    assert gone.capture.outcome is handoff.Outcome.WORK_TREE_GONE
+    assert gone.capture.outcome is handoff.CaptureOutcome.WORK_TREE_GONE
     assert "/home/calc is not a directory" in gone.capture.message
     hang = "printf '#!/bin/sh\\nsleep 60\\n' > /usr/local/bin/find && chmod +x /usr/local/bin/find\n"
     slow = hand_off(site, tmp_path / "slow", hang, limits=handoff.Limits(timeout_sec=3))
-    assert slow.capture.outcome is handoff.Outcome.UNAVAILABLE
+    assert slow.capture.outcome is handoff.CaptureOutcome.UNAVAILABLE
     assert "capture.timeout_sec = 3" in slow.capture.message and slow.capture.seconds < 45
 
 
@@ -707,7 +710,7 @@ def e2e(site: Site) -> dict[str, RunResult]:
 def _harness_sec(result: RunResult) -> float:
     """Time the harness spent on the run besides the agent's own work and the tests."""
     t = result.timings
-    return t["total_sec"] - t.get("agent_sec", 0.0) - t.get("verifier_sec", 0.0)
+    return (t.total_sec or 0.0) - (t.agent_sec or 0.0) - (t.verifier_sec or 0.0)
 
 
 @pytest.mark.docker
@@ -721,16 +724,17 @@ def test_end_to_end_each_class_scores_its_fix_and_only_its_fix(e2e: dict[str, Ru
         assert result.reason in case.reasons, (result.reason, result.error)
     if case.reward == 0.0 and result.reason in (Reason.DIFF_TOO_LARGE, Reason.WORK_TREE_GONE):
         assert result.error, "the reason comes with what happened"
-    assert result.timings["capture_sec"] < 20
+    assert (result.timings.capture_sec or 0.0) < 20
     ordinary = _harness_sec(e2e["gold"])
     assert _harness_sec(result) < 3 * ordinary + 20, (result.timings, e2e["gold"].timings)
     if case.name in ("large", "large-only"):
-        assert {(x["path"], x["why"]) for x in result.capture["left_out"]} == {
+        assert result.capture is not None
+        assert {(x.path, str(x.why)) for x in result.capture.left_out} == {
             (p, str(w)) for p, w in LARGE_LEFT_OUT
         }
         assert any("java_pid1234.hprof" in line for line in result.flags["left_out"])
     if case.name == "deleted-git":
-        assert result.capture["objects"] == "pristine"
+        assert result.capture is not None and result.capture.objects == "pristine"
 
 
 @pytest.mark.docker
@@ -738,7 +742,7 @@ def test_end_to_end_each_class_scores_its_fix_and_only_its_fix(e2e: dict[str, Ru
 @pytest.mark.parametrize("name", sorted(PREDICTIONS))
 def test_end_to_end_predictions_in_every_shape(e2e: dict[str, RunResult], name: str) -> None:
     result = e2e[name]
-    prediction = result.capture.get("prediction") or {}
+    prediction = to_json(result.prediction) if result.prediction else {}
     if name == "pred-garbage":
         assert (result.reward, result.reason) == (0.0, Reason.PATCH_NOT_APPLIED)
         assert prediction["applier"] is None and "Rejected hunk" in (result.error or "")

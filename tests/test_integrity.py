@@ -13,7 +13,7 @@ import pytest
 
 from adversarial.attacks import ATTACKS, run_attacks
 from adversarial.common import Row, render
-from kotlin_bench.core.record import RunResult, digest_problems, task_digest, verifier_digest
+from kotlin_bench.core.record import RunKey, RunResult, digest_problems, task_digest, verifier_digest
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.results.provenance import stale_results
 from kotlin_bench.runs import tamper as integrity
@@ -127,13 +127,14 @@ def test_host_rescoring_agrees_with_an_honest_verdict_and_catches_a_forged_one(
 
 def test_digest_problems_detect_another_task_or_verifier_version(calc_copy: Path) -> None:
     task = load_task(calc_copy)
-    result = RunResult(task.id, "examples/calc", "oracle", "oracle", None, 1)
+    result = RunResult(RunKey(task.id, "examples/calc", "oracle", "oracle", None, 1))
     result.task_digest, result.verifier_digest = task_digest(task.path), verifier_digest(task.path)
     assert digest_problems(result, task.id, task.path) == []
     missing = replace(result, task_digest=None)
     assert any("missing" in p for p in digest_problems(missing, task.id, task.path))
     assert any(
-        "not 'examples_calc-4'" in p for p in digest_problems(replace(result, task="x"), task.id, task.path)
+        "not 'examples_calc-4'" in p
+        for p in digest_problems(replace(result, key=replace(result.key, task="x")), task.id, task.path)
     )
     (calc_copy / "tests/test.sh").write_text((calc_copy / "tests/test.sh").read_text() + "# v2\n")
     problems = digest_problems(result, task.id, task.path)
@@ -143,7 +144,7 @@ def test_digest_problems_detect_another_task_or_verifier_version(calc_copy: Path
 
 def test_stale_results_name_the_result_that_no_longer_matches(calc_copy: Path, tmp_path: Path) -> None:
     task = load_task(calc_copy)
-    result = RunResult(task.id, "examples/calc", "oracle", "oracle", None, 1)
+    result = RunResult(RunKey(task.id, "examples/calc", "oracle", "oracle", None, 1))
     result.score(1.0)
     result.task_digest, result.verifier_digest = task_digest(task.path), verifier_digest(task.path)
     path = tmp_path / "result.json"

@@ -333,7 +333,7 @@ def test_the_dag_and_the_command_write_the_same_files(
         "aggregate.py",
         input=SimpleNamespace(summary=str(summary), references=plan.reference_files(), images=[]),
         output=outputs,
-        params=SimpleNamespace(reproduce=plan.to_params()),
+        params=SimpleNamespace(reproduce=plan.to_params(), cutoffs={}),
         log=[str(dag / "aggregate.log")],
     )
     cli = tmp_path / "cli"
@@ -359,10 +359,11 @@ def test_the_dag_and_the_command_write_the_same_files(
         rates=str(dag / "rates.png"),
         by_repository=str(dag / "by_repository.png"),
         outcomes=str(dag / "outcomes.png"),
+        quarters=str(dag / "quarters.png"),
         html=str(dag / "report.html"),
     )
     inputs = SimpleNamespace(summary=str(summary), rates=outputs.rates, by_repository=outputs.by_repository, comparisons=outputs.comparisons, verdicts=outputs.verdicts, reproduce=outputs.reproduce_csv)  # fmt: skip
-    run_script("plots.py", input=inputs, output=charts, log=[str(dag / "plots.log")])
+    run_script("plots.py", input=inputs, output=charts, params=SimpleNamespace(cutoffs={}), log=[str(dag / "plots.log")])  # fmt: skip
     html = (dag / "report.html").read_text()
     assert "Resolved on the leaderboard&#x27;s tasks" in html and "Newcombe" in html
 

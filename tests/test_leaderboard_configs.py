@@ -18,7 +18,7 @@ from snakemake.utils import validate
 from kotlin_bench.dag.plan import Plan
 from kotlin_bench.dataset import leaderboard
 from kotlin_bench.results.reproduce.plan import ReproducePlan
-from kotlin_bench.runs.agents.harbor import command, stage_task
+from kotlin_bench.runs.agents.harbor import PROVIDER_HOSTS, command, stage_task, trial_hosts
 from kotlin_bench.tools.workspace import job_counts
 from tests.conftest import REPO, copy_repo, snakemake
 
@@ -64,9 +64,11 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         assert reproduce.references == {slug: row.reference}
         agent = plan.agents[slug]
         task = plan.tasks[sorted(plan.tasks)[0]]
-        stage = stage_task(task, tmp_path_factory.mktemp(slug), agent.isolate_network)
+        stage = stage_task(task, tmp_path_factory.mktemp(slug), token="t0")
         toml = (stage / "task.toml").read_text(encoding="utf-8")
-        assert f'docker_image = "{task.image}"' in toml and 'network_mode = "allowlist"' in toml
+        assert f'docker_image = "{task.image}"' in toml and "network_mode" not in toml  # the phase is ours
+        assert "[environment.healthcheck]" in toml and "t0" in toml  # its gate and handshake
+        assert trial_hosts(agent)[0] in PROVIDER_HOSTS.values()  # its trial runs on the record
         jobs = tmp_path_factory.mktemp(f"{slug}-jobs")
         commands[slug] = command(
             "harbor", stage, agent.harbor_agent or "", agent.model, jobs, dict(agent.kwargs), None

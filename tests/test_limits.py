@@ -113,6 +113,19 @@ def test_the_kernels_counters_of_a_container_v1(tmp_path: Path) -> None:
     assert cgroups.oom_kills(43, cid, root, proc) is None  # no such process
 
 
+def test_a_containers_sockets_are_read_from_the_host_only_when_the_process_is_its_own(tmp_path: Path) -> None:
+    """The proxy's readiness (`network._wait_listening`) reads its sockets without starting a process in it."""
+    cid = "6eb63eac3304d48b8b1c08352e93ae6e147f82d7317e13003927ba092c2c6936"
+    proc = tmp_path / "proc"
+    _cgroup_tree(tmp_path / "sys", proc, [f"8:pids:/docker/{cid}"], {})
+    (proc / "42/net").mkdir()
+    (proc / "42/net/tcp").write_text("  0: 00000000:0C38 00000000:0000 0A\n")
+    (proc / "42/net/tcp6").write_text("")
+    assert ":0C38 00000000:0000 0A" in (cgroups.sockets(42, cid, proc) or "")
+    assert cgroups.sockets(42, "0" * 64, proc) is None  # pid 42 is another container's (or none's)
+    assert cgroups.sockets(43, cid, proc) is None  # no such process: a remote engine's pid
+
+
 def test_the_kernels_counters_of_a_container_v2_and_rootless_v1(tmp_path: Path) -> None:
     cid = "051d28f6aebed5fa2b130285ced7812aab71f3dca9871b5d9e9269e1aa23be6a"
     path = f"/system.slice/docker-{cid}.scope"

@@ -25,6 +25,7 @@ from kotlin_bench.dataset.materialize import (
     task_status,
 )
 from kotlin_bench.dataset.spec import Dataset, parse_dataset
+from kotlin_bench.tools.github_records import Repository
 
 EXPECTED = {
     "f2p_tests": ["acme.WidgetTest.spins"],
@@ -415,39 +416,27 @@ def test_upstream_offline_without_cache_names_task_and_issue(upstream: dict[str,
     assert not (u["tasks"] / "acme_widgets-5/solution/fix.patch").exists()
 
 
-def test_upstream_fetches_and_caches_issues(upstream: dict[str, Any]) -> None:
+def test_upstream_fetches_and_caches_issues(upstream: dict[str, Any], github_api: Any) -> None:
+    """An issue not in the cache is read from the API (the stand-in, through the client), with the token,
+    and cached; a cache hit asks nothing; one the API does not have is an error naming the issue."""
     u = upstream
     (u["cache"] / "issues/acme/widgets/4.json").unlink()
-    calls: list[tuple[str, dict[str, str]]] = []
-
-    def fake_fetch(url: str, headers: Any) -> Any:
-        calls.append((url, dict(headers)))
-        return ISSUE_4
-
-    online = UpstreamSource(mirrors={"acme/widgets": str(u["repo"])}, cache_dir=u["cache"], token="t0ken")
+    api = github_api([Repository("acme", "widgets", issues={4: ISSUE_4})])
+    online = UpstreamSource(
+        mirrors={"acme/widgets": str(u["repo"])}, cache_dir=u["cache"], token="t0ken", api_url=api.url
+    )
     task = u["dataset"].task("acme_widgets-5")
-    assert fetch_issue(task, 4, online, fake_fetch)["title"] == ISSUE_4["title"]
-    assert calls == [
-        (
-            "https://api.github.com/repos/acme/widgets/issues/4",
-            {
-                "Accept": "application/vnd.github+json",
-                "User-Agent": "kotlin-bench",
-                "Authorization": "Bearer t0ken",
-            },
-        )
-    ]
+    assert fetch_issue(task, 4, online)["title"] == ISSUE_4["title"]
+    assert api.api.seen == [("/repos/acme/widgets/issues/4", 200)]
+    assert api.api.tokens == ["token t0ken"]
     assert json.loads((u["cache"] / "issues/acme/widgets/4.json").read_text()) == ISSUE_4
-    assert fetch_issue(task, 4, upstream_source(u), fake_fetch)["number"] == 4  # a cache hit: no call
-    assert len(calls) == 1
-
-    def failing(url: str, headers: Any) -> Any:
-        raise OSError("network unreachable")
+    assert fetch_issue(task, 4, upstream_source(u))["number"] == 4  # a cache hit: no call
+    assert len(api.api.seen) == 1
 
     with pytest.raises(
-        MaterializeError, match=r"acme_widgets-5: issue #9: cannot fetch .*network unreachable"
+        MaterializeError, match=r"acme_widgets-5: issue #9: GET /repos/acme/widgets/issues/9: 404"
     ):
-        fetch_issue(task, 9, online, failing)
+        fetch_issue(task, 9, online)
 
 
 def test_upstream_restricts_to_the_specified_files(upstream: dict[str, Any], tmp_path: Path) -> None:

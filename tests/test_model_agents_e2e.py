@@ -1,15 +1,19 @@
 """Model-driven agents end to end, offline, against the stand-in model server
 (`kotlin_bench.tools.model_server`) on the docker bridge: the example script agent
 (examples/agents/model-agent.sh) through the allowlist proxy of examples_calc-4's agent phase, and
-Harbor's terminus-2 through the real `harbor` CLI. Each resolves the task: tokens and cost reach
-summary.csv, the trajectory the run page (headless Chromium), and the API key passed with `env:` reaches
-the agent and no file under results/. With the server answering 429 from the third turn on, the script
+Harbor's terminus-2 through the real `harbor` CLI, its agent phase on the record like the script's. Each
+resolves the task: tokens and cost reach summary.csv, the trajectory the run page (headless Chromium),
+and the API key passed with `env:` reaches the agent and no file under results/. A terminus-2 whose
+scripted conversation (`model: standin-retriever`) fetches the released fix from the stand-in Maven
+repository inside the container is flagged under `retrieval: flag` (and resolves, as published) and
+refused under `block` (the trial scores 0). With the server answering 429 from the third turn on, the script
 agent's run is error/infrastructure (its claim confirmed by the recording proxy's record of the model
 host's answers); once the server recovers, the next `snakemake` redoes its solve step by itself and
 scores it. (Harbor's exception types are mapped in test_model_server.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +35,7 @@ from tests.test_agents_e2e import HARBOR  # KOTLIN_BENCH_HARBOR, else this check
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 TASK = "examples_calc-4"
+FIX_URL = "https://repo.examples.test/maven2/examples/calc/1.1.0/calc-1.1.0-sources.jar"  # calc-4's fix
 MODEL_HOST = "models.examples.test"  # the stand-in server's name for the egress proxy (`extra_hosts:`)
 KEY = "sk-standin-4f1c9a7e2b"  # a made-up key: it must reach the agent and no file of the results
 PRICE = {
@@ -69,12 +74,12 @@ def agents(url: str) -> list[dict]:
         "kind": "harbor",
         "harbor_agent": "terminus-2",
         "model": "openai/standin-coder",
-        "base_url": url,
+        "base_url": url,  # called from the host (LiteLLM in harbor): not in the container's allowlist
         "price": PRICE,
-        "isolate_network": True,  # terminus-2 calls the model from the host; its container needs no network
         "model_api": "standin",
     }
-    return [script, terminus]
+    retriever = {**terminus, "name": "retriever", "model": "openai/standin-retriever", "model_api": None}
+    return [script, terminus, {k: v for k, v in retriever.items() if v is not None}]
 
 
 def run(work: Path, config: dict) -> subprocess.CompletedProcess[str]:
@@ -85,9 +90,13 @@ def run(work: Path, config: dict) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def solved(
-    tmp_path_factory: pytest.TempPathFactory, finished_examples: Workspace, model_server: Running
+    tmp_path_factory: pytest.TempPathFactory,
+    finished_examples: Workspace,
+    model_server: Running,
+    standin_repo: object,
 ) -> Path:
-    """One run of each agent on examples_calc-4 (terminus-2 only where Harbor is installed)."""
+    """One run of each agent on examples_calc-4 (terminus-2 only where Harbor is installed), under the
+    default `retrieval: flag`."""
     work = finished_examples.clone(tmp_path_factory.mktemp("models") / "ws").root
     wanted = agents(model_server.url())
     if not (HARBOR / "venv/bin/harbor").exists():
@@ -157,6 +166,53 @@ def test_terminus_2_resolves_the_task_with_its_usage_and_trajectory(solved: Path
     assert 'id="trajectory"' in page and "TokenType.MINUS" in page.split('id="trajectory"')[1]
     leaked = [p for p in (solved / "results").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert leaked == []
+
+
+def test_terminus_2_is_on_the_record_and_retrieving_the_fix_is_flagged(solved: Path) -> None:
+    """The honest trial's requests are recorded (terminus-2's attempt to apt-install asciinema is refused)
+    and nothing is flagged; the retriever's download of the released fix is flagged, and, under `flag`,
+    scores as published (the record changes no score)."""
+    if not (HARBOR / "venv/bin/harbor").exists():
+        pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
+    summary = read_summary(solved / names.SUMMARY_CSV).set_index("agent")
+    honest, retriever = summary.loc["terminus"], summary.loc["retriever"]
+    assert not pd.isna(honest["retrieval"]) and not honest["retrieval"], honest.to_dict()
+    assert not pd.isna(honest["egress_requests"])
+    work = json.loads((solved / names.work_dir("terminus", TASK, 1) / names.WORK_FILE).read_text())
+    assert work["egress"]["record"] == "urls" and work["flags"]["retrieval"] == []
+    assert (solved / names.work_dir("terminus", TASK, 1) / names.EGRESS_RECORD).is_file()
+    assert retriever["retrieval"] and retriever["status"] == "resolved", retriever.to_dict()
+    work = json.loads((solved / names.work_dir("retriever", TASK, 1) / names.WORK_FILE).read_text())
+    assert work["flags"]["retrieval"] == [FIX_URL] and work["egress"]["blocked"] == 0
+
+
+def test_terminus_2_retrieving_the_fix_is_refused_under_block(
+    solved: Path, model_server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same retriever under `retrieval: block` (the solve step in-process, as the rule calls it): the
+    proxy answers 403, the trial's own verdict (its score) is 0, and the refusal is on the record."""
+    if not (HARBOR / "venv/bin/harbor").exists():
+        pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
+    from kotlin_bench.dag import smk
+    from kotlin_bench.dataset.task import load_task
+    from kotlin_bench.runs import handoff, runner
+    from kotlin_bench.runs.agents import Agent
+
+    monkeypatch.setenv("KOTLIN_BENCH_HARBOR", str(HARBOR))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    config = yaml.safe_load((solved / "config.yaml").read_text())
+    agent = Agent.from_entry(agents(model_server.url())[2] | {"name": "retriever-block"})
+    with contextlib.chdir(solved):
+        task = load_task(solved / "examples/tasks" / TASK)
+        policy, facts = smk.configured_egress(config, {"retrieval": "block"}, TASK)
+        work = runner.solve_step(
+            task, agent, 1, tmp_path / "work", smk.task_image(config, task), handoff.Limits(), solved,
+            smk.configured_engine(config), policy, facts,
+        )  # fmt: skip
+    assert work.trial_verdict is not None and work.trial_verdict.reward == 0.0, work.trial_verdict
+    egress = work.work.egress
+    assert work.work.flags["retrieval"] == [FIX_URL] and egress is not None and egress.blocked == 1
+    assert "retrieval" in (tmp_path / "work" / names.EGRESS_RECORD).read_text()
 
 
 def test_a_model_outage_is_an_error_redone_once_the_model_answers_and_a_budget_stops_runs(

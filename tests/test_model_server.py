@@ -55,6 +55,10 @@ def test_turns_replies_and_usage(server: Running) -> None:
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     status, _ = post(server, {"messages": [{"role": "user", "content": "some other task"}]})
     assert status == 400
+    # a conversation that names its model answers that model only (terminus-2 retrieving the fix)
+    retriever = json.loads(post(server, {"model": "standin-retriever", "messages": [FIRST]})[1])
+    assert "calc-1.1.0-sources.jar" in retriever["choices"][0]["message"]["content"]
+    assert "sources.jar" not in first["choices"][0]["message"]["content"]
 
 
 def test_streaming_sends_the_reply_in_chunks_with_usage_last(server: Running) -> None:

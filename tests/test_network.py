@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import containers, jvmproxy, network
+from kotlin_bench.engine import allowlist, containers, jvmproxy, network
 from kotlin_bench.engine.engine import Engine, EngineSettings, connect
 from kotlin_bench.engine.images import read_sentinel
 from kotlin_bench.tools.workspace import Workspace
-from tests.conftest import DOCKER_ONLY
+from tests.conftest import DOCKER_ONLY, on_engines
 
 OS_IMAGE = "kotlin-bench/os:bookworm"
 TEST_IMAGE = "kotlin-bench/network-test:py3-curl"
@@ -66,7 +66,7 @@ TEST_CONNECT_PORTS = (443, 8443)
 )
 def test_filter_rules_admit(host: str, entries: list[str], expected: bool) -> None:
     """The proxy's filter file (tinyproxy matches each rule case-insensitively) admits exactly these."""
-    rules = [line for line in network.filter_rules(entries).splitlines() if not line.startswith("#")]
+    rules = [line for line in allowlist.filter_rules(entries).splitlines() if not line.startswith("#")]
     assert any(re.match(rule, host, re.IGNORECASE) for rule in rules) is expected
 
 
@@ -88,17 +88,17 @@ def test_filter_rules_admit(host: str, entries: list[str], expected: bool) -> No
 )
 def test_invalid_entries_are_refused(entry: str) -> None:
     with pytest.raises(ValueError):
-        network.normalize_host(entry)
+        allowlist.normalize_host(entry)
 
 
 def test_normalization_and_filter_file() -> None:
-    assert network.normalize_host(" Repo1.Maven.ORG. ") == "repo1.maven.org"
-    rules = network.filter_rules(["repo1.maven.org", "REPO1.maven.org", "*.gradle.org"])
+    assert allowlist.normalize_host(" Repo1.Maven.ORG. ") == "repo1.maven.org"
+    rules = allowlist.filter_rules(["repo1.maven.org", "REPO1.maven.org", "*.gradle.org"])
     lines = [line for line in rules.splitlines() if not line.startswith("#")]
     assert lines == [r"^repo1\.maven\.org$", r"^([a-z0-9_-]+\.)+gradle\.org$"]
-    assert [line for line in network.filter_rules([]).splitlines() if not line.startswith("#")] == []
+    assert [line for line in allowlist.filter_rules([]).splitlines() if not line.startswith("#")] == []
     with pytest.raises(TypeError):
-        network.filter_rules("repo1.maven.org")
+        allowlist.filter_rules("repo1.maven.org")
 
 
 def test_names_and_environment() -> None:
@@ -634,3 +634,359 @@ def test_builds_get_extra_hosts_in_the_form_their_engine_reads() -> None:
     assert docker.build_extra_hosts() == ["repo.examples.test:10.88.0.1"]
     assert podman.build_extra_hosts() == ['["repo.examples.test:10.88.0.1"]']
     assert Engine(None, EngineSettings(), True, False, (), "4.3").build_extra_hosts() is None  # type: ignore[arg-type]
+
+
+# --- the fence: an allowlist phase reaches its proxy and nothing else (kotlin_bench.engine.fence) -------
+
+# Each attempt prints `<kind> <address> <port> <outcome> <seconds>`; the outcome is `connected` or
+# `answered` when it got through, else the error's name (ECONNREFUSED: refused on the way, by the fence or
+# the container's own loopback; ENETUNREACH: no route left the container). UDP goes as DNS resolvers send
+# it: a connected socket, so that a refusal is seen at once.
+PROBE = r"""
+import errno, json, os, socket, sys, time
+IFACE = next(name for name in os.listdir("/sys/class/net") if name != "lo")
+QUERY = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01"
+for kind, address, port in json.loads(sys.argv[1]):
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    target = (address, port, 0, socket.if_nametoindex(IFACE)) if address.startswith("fe80:") else (address, port)
+    s = socket.socket(family, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
+    s.settimeout(5)
+    started = time.monotonic()
+    try:
+        s.connect(target)
+        if kind == "udp":
+            s.send(QUERY)
+            s.recv(512)
+        outcome = "connected" if kind == "tcp" else "answered"
+    except TimeoutError:
+        outcome = "timeout"
+    except OSError as e:
+        outcome = errno.errorcode.get(e.errno or 0, str(e))
+    print(kind, address, port, outcome, round(time.monotonic() - started, 2))
+"""
+GOT_THROUGH = ("connected", "answered")
+QUICK = 2.0  # seconds: refused, not left to time out
+
+
+@pytest.fixture(scope="module")
+def host_service() -> Iterator[int]:
+    """A service on this host on every address, IPv4 and IPv6 (as the stand-in repository, a user's Maven
+    mirror or a model server listen): its port. It answers any GET with 200."""
+    import http.server
+    import socket
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"the host")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class DualStack(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+        def server_bind(self) -> None:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            super().server_bind()
+
+    server = DualStack(("::", 0), Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+
+
+def host_addresses() -> list[tuple[str, str]]:
+    """This host's addresses (interface, address), loopback apart: its own, the bridges' (the default
+    one's gateway, the phase network's own on Docker) and the IPv6 link-local ones."""
+    import json
+    import subprocess
+
+    shown = subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout
+    return [
+        (link["ifname"], info["local"])
+        for link in json.loads(shown)
+        for info in link.get("addr_info", [])
+        if link["ifname"] != "lo"
+    ]
+
+
+def main_address() -> str:
+    """The address this host's default route leaves from: where the proxy finds `host_service`."""
+    import json
+    import subprocess
+
+    route = subprocess.run(["ip", "-j", "route", "get", "192.0.2.200"], capture_output=True, text=True)
+    return json.loads(route.stdout)[0]["prefsrc"]
+
+
+def fence_attempts(
+    engine: Engine, key: str, port: int, others: list[tuple[str, int]]
+) -> list[tuple[str, str, int]]:
+    """What an allowlist phase tries around its proxy: `port` (the host's service) and 443 (the stand-in's)
+    on every address of the host (the phase network's gateway, the default bridge's, the host's other
+    interfaces' and bridges', the phase bridge's IPv6 link-local; IPv4-mapped too where the container has
+    IPv6; slirp4netns' address of the host), the container's own loopback (`127.0.0.1`, `0.0.0.0`),
+    `others` (other containers, on other networks), DNS queries to outside resolvers, and an address on
+    the internet."""
+    bridge = podman_bridge(key)
+    addresses = [a for name, a in host_addresses() if not a.startswith("fe80:") or name == bridge]
+    tries = [("tcp", a, p) for a in addresses for p in (port, 443)]
+    tries += [("tcp", f"::ffff:{a}", port) for a in addresses if "." in a and engine.podman]
+    tries += [("tcp", a, port) for a in ("127.0.0.1", "0.0.0.0")] + [("tcp", a, p) for a, p in others]
+    tries += [("tcp", "10.0.2.2", port), ("udp", "10.0.2.3", 53)]  # slirp4netns' host and resolver
+    return [*tries, ("udp", "8.8.8.8", 53), ("tcp", "1.1.1.1", 443)]
+
+
+def podman_bridge(key: str) -> str:
+    from kotlin_bench.engine.podman import bridge_name
+
+    return bridge_name(network.network_name(key))
+
+
+Seen = dict[tuple[str, str, int], tuple[str, float]]
+
+
+def probe(container: Any, tries: list[tuple[str, str, int]]) -> Seen:
+    import json
+
+    done = container.exec_run(["python3", "-c", PROBE, json.dumps(tries)])
+    assert done.exit_code == 0, done.output.decode()
+    seen = {}
+    for line in done.output.decode().splitlines():
+        kind, address, port, outcome, seconds = line.split()
+        seen[(kind, address, int(port))] = (outcome, float(seconds))
+    return seen
+
+
+def recording(tmp_path: Path, policy: str) -> Any:
+    from kotlin_bench.core import retrieval
+    from kotlin_bench.engine import egress
+
+    facts = retrieval.Facts(
+        coordinates=("examples:calc",), base_version="1.0.1-SNAPSHOT", fix_releases=("1.1.0",)
+    )
+    return egress.EgressSetup(
+        egress.EgressPolicy(retrieval=egress.Retrieval(policy)),
+        facts,
+        egress.ensure_ca(tmp_path / "ca"),
+        tmp_path / "egress.jsonl",
+    )
+
+
+@dataclass
+class Fenced:
+    """What an allowlist phase met around its proxy and through it."""
+
+    seen: Seen  # each attempt around the proxy: its outcome and seconds
+    proxied: str  # the host's service through the proxy: its HTTP status
+    forwarding: str  # the proxy's net.ipv4.ip_forward
+    refused: Any  # what the fence refused (`fence.Refused`; None: nothing could be seen)
+    tables: str  # the host's nftables tables during the phase
+
+
+def fenced_phase(
+    engine: Engine, container: Any, key: str, port: int, others: list[tuple[str, int]], setup: Any
+) -> Fenced:
+    """An allowlist phase (recorded by `setup`) that allows this host's main address, and what it met:
+    `others` and the proxy's own address on the default network are tried besides the host's."""
+    host = main_address()
+    with network.enter_phase(engine, container, "allowlist", [host], key, recording=setup) as phase:
+        assert phase.proxy is not None
+        phase.proxy.reload()
+        outside = phase.proxy.attrs["NetworkSettings"]["Networks"][engine.default_network]["IPAddress"]
+        seen = probe(container, fence_attempts(engine, key, port, [*others, (outside, network.PROXY_PORT)]))
+        proxied = sh(container, CODE + f'echo "status=$(code http://{host}:{port}/)"', phase.env)["status"]
+        forwarding = phase.proxy.exec_run(["cat", "/proc/sys/net/ipv4/ip_forward"]).output.decode().strip()
+        tables = _nft_tables()
+    assert attached(container) == set()
+    return Fenced(seen, proxied, forwarding, phase.around_proxy, tables)
+
+
+def _nft_tables() -> str:
+    import subprocess
+
+    return subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True).stdout
+
+
+def assert_fenced(fenced: Fenced) -> list[tuple[str, str, int]]:
+    """Nothing got around the proxy, nothing waited; every refusal the fence made is in its count and
+    among its destinations (a refused attempt to the container's own loopback is the container's, not
+    the fence's). Returns the attempts the fence refused."""
+    seen, refused = fenced.seen, fenced.refused
+    through = {t: o for t, o in seen.items() if o[0] in GOT_THROUGH}
+    slow = {t: o for t, o in seen.items() if o[1] > QUICK}
+    assert not through and not slow, (through, slow)
+    assert fenced.proxied == "200" and fenced.forwarding == "0", fenced
+    own = {"127.0.0.1", "0.0.0.0"}
+    refusals = [t for t, o in seen.items() if o[0] == "ECONNREFUSED" and t[1] not in own]
+    if refused is None:  # rootless Podman: nothing left the container to be refused on the way
+        assert refusals == [], refusals
+        return refusals
+    dns = [t for t in refusals if t[2] == 53]
+    shown = {f"{kind} {f'[{a}]' if ':' in a else a}:{port}" for kind, a, port in refusals if port != 53}
+    assert refused.attempts >= len(refusals) - len(dns) and refused.dns >= len(dns), (refused, refusals)
+    assert shown <= set(refused.destinations), (shown, refused)
+    return refusals
+
+
+@pytest.mark.parametrize(
+    ("engine", "policy"), on_engines(docker=["flag", "block"], podman=["block"]), indirect=["engine"]
+)
+def test_an_allowlist_phase_reaches_its_proxy_and_nothing_else(
+    lab: Lab, task: tuple[Any, str], host_service: int, tmp_path: Path, policy: str
+) -> None:
+    """Around the recording proxy, under `retrieval: flag` and `block` alike: the host's every address
+    (a service listening on all of them; the stand-in's port), the container's own loopback, other
+    containers on other networks (the test server; the proxy's own address on the default network), DNS
+    queries to outside resolvers, the internet: refused at once, counted with their destinations. The
+    allowed host answers through the proxy, which routes nothing."""
+    container, key = task
+    table = f"table inet {network.fence.table_name(network.network_name(key))}"
+    fenced = fenced_phase(
+        lab.engine, container, key, host_service, [(lab.server_ip, 8000)], recording(tmp_path, policy)
+    )
+    refusals = assert_fenced(fenced)
+    assert table in fenced.tables and table not in _nft_tables()
+    assert fenced.refused is not None
+    host = {t for t in fenced.seen if t[2] == host_service and t[1][0].isdigit() and t[1] != "0.0.0.0"}
+    host -= {("tcp", "127.0.0.1", host_service)}
+    if not lab.engine.podman:  # Docker routes the container to every address of the host: all refused
+        assert fenced.refused.attempts > 0 and host and host <= set(refusals), fenced.seen
+        assert ("tcp", "1.1.1.1", 443) in refusals and fenced.refused.dns >= 1, fenced
+    elif any(t[1].startswith("fe80:") for t in fenced.seen):
+        # Podman's bridge leads to the host by IPv6 link-local alone (where the host gives the bridge
+        # one): refused, and counted
+        assert fenced.refused.attempts > 0, fenced
+        assert any(d.startswith("tcp [fe80:") for d in fenced.refused.destinations), fenced
+    else:  # a host without IPv6 on the bridge: no way to the host at all, nothing for the fence to count
+        assert refusals == [] and fenced.refused.attempts == 0, fenced
+    assert leftovers(lab, key) == ([], [])
+
+
+@pytest.mark.podman
+def test_rootless_podman_leaves_no_way_around_the_proxy(
+    rootless: Any, rootless_examples: Workspace, host_service: int, tmp_path: Path
+) -> None:
+    """Rootless, no firewall can be installed, and none is needed: the internal network, in the user's
+    network namespace, routes nothing but its own subnet (every address of the host, slirp4netns' 10.0.2.2
+    and 10.0.2.3, the internet fail at once with ENETUNREACH inside the container), and the container has
+    no NET_RAW to send frames past its routes. The allowed host (this host, reached by the proxy through
+    slirp4netns) answers through the proxy; the fence saw nothing (`around_proxy` None)."""
+    engine = connect(rootless.engine)
+    assert engine.podman and engine.rootless
+    key = f"nettest.{uuid.uuid4().hex[:8]}.1"
+    container = containers.start(engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256, 256)
+    try:
+        capabilities = sh(container, "echo caps=$(grep CapEff /proc/self/status | cut -f2)")["caps"]
+        assert not int(capabilities, 16) & (1 << 13), capabilities  # CAP_NET_RAW
+        fenced = fenced_phase(engine, container, key, host_service, [], recording(tmp_path, "block"))
+        assert assert_fenced(fenced) == [] and fenced.refused is None
+        away = {t: o for t, o in fenced.seen.items() if t[1] not in ("127.0.0.1", "0.0.0.0")}
+        assert {o for o, _ in away.values()} <= {"ENETUNREACH", "EADDRNOTAVAIL"}, away
+    finally:
+        containers.reap(engine.client, key)
+        network.reap_networks(engine, key)
+
+
+NFT_LISTING = """{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+ {"table": {"family": "inet", "name": "kotlin_bench_kb0", "handle": 9}},
+ {"counter": {"family": "inet", "name": "refused", "table": "kotlin_bench_kb0", "packets": 5, "bytes": 300}},
+ {"counter": {"family": "inet", "name": "dns", "table": "kotlin_bench_kb0", "packets": 2, "bytes": 114}},
+ {"set": {"family": "inet", "name": "seen4", "table": "kotlin_bench_kb0", "size": 64,
+   "elem": [{"concat": ["192.168.0.1", "tcp", 443]}, {"concat": ["1.1.1.1", "udp", 123]}]}},
+ {"set": {"family": "inet", "name": "seen6", "table": "kotlin_bench_kb0", "size": 64,
+   "elem": [{"elem": {"val": {"concat": ["fe80::1", "tcp", 8080]}, "timeout": 0}}]}}]}"""
+
+
+def test_the_fence_is_read_from_nfts_listing_and_written_for_both_families() -> None:
+    """What `nft -j list table` says (nft 1.0.6's form, an element with attributes too), and the
+    script: both address families of the network's subnets, the bridge, TCP reset and UDP unreachable."""
+    from kotlin_bench.engine import fence
+
+    refused = fence.parse_refused(NFT_LISTING)
+    assert refused == fence.Refused(5, 2, ("tcp 192.168.0.1:443", "tcp [fe80::1]:8080", "udp 1.1.1.1:123"))
+    script = fence.ruleset("kotlin-bench-int-k", "kbabc", ["10.89.0.0/24", "fd00:1::/64"])
+    table = fence.table_name("kotlin-bench-int-k")
+    assert script.startswith(f"table inet {table} {{}}\ndelete table inet {table}\n")  # replaces a leftover
+    for line in (
+        'iifname "kbabc" goto fence comment "kotlin-bench kotlin-bench-int-k"',
+        "ip saddr { 10.89.0.0/24 } goto fence",
+        "ip6 saddr { fd00:1::/64 } goto fence",
+        'iifname "kbabc" oifname != "kbabc" goto fence',
+        "meta l4proto tcp reject with tcp reset",
+        "meta l4proto udp reject with icmpx port-unreachable",
+    ):
+        assert line in script, line
+    assert fence.removal("kotlin-bench-int-k") == f"table inet {table} {{}}\ndelete table inet {table}\n"
+
+
+def test_the_fence_fails_closed_where_it_cannot_be_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No nftables, no root (but on Docker, whose helper container does it), rootless Docker, a rootless
+    Podman network with a gateway, a network without subnet: a one-line refusal, never an unfenced phase.
+    Rootless Podman's gateway-less network is fenced by construction, and nothing is seen."""
+    from kotlin_bench.engine import fence
+
+    def engine(podman: bool, rootless: bool) -> Engine:
+        return Engine(None, EngineSettings(), podman, rootless, (), "4.3")  # type: ignore[arg-type]
+
+    attrs = {"IPAM": {"Config": [{"Subnet": "10.89.0.0/24", "Gateway": "<nil>"}]}}
+    with_gateway = {"IPAM": {"Config": [{"Subnet": "10.89.0.0/24", "Gateway": "10.89.0.1"}]}}
+    wall = fence.install(engine(True, True), "n", attrs)
+    assert wall.kind is fence.Kind.CONSTRUCTION and wall.close() is None
+    with pytest.raises(fence.FenceError, match="gave the allowlist network n a gateway"):
+        fence.install(engine(True, True), "n", with_gateway)
+    with pytest.raises(fence.FenceError, match="RootlessKit"):
+        fence.install(engine(False, True), "n", attrs)
+    with pytest.raises(fence.FenceError, match="no subnet"):
+        fence.install(engine(False, False), "n", {"IPAM": {"Config": []}})
+    monkeypatch.setattr(fence.os, "geteuid", lambda: 1000)
+    with pytest.raises(fence.FenceError, match="needs root"):
+        fence.install(engine(True, False), "n", attrs)
+    with pytest.raises(fence.FenceError, match="needs root"):
+        fence.install(engine(False, False), "n", attrs)  # Docker, but no helper image named
+    assert fence.nft_for(engine(False, False), "helper:tag").image == "helper:tag"
+    monkeypatch.setattr(fence.shutil, "which", lambda *a, **k: None)
+    with pytest.raises(fence.FenceError, match="needs nftables on this host"):
+        fence.install(engine(False, False), "n", attrs)
+
+
+@DOCKER_ONLY
+def test_a_network_that_cannot_be_fenced_is_not_left_and_a_user_fences_through_a_helper(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fence that fails takes its new network with it. An ordinary user of Docker (the docker group)
+    fences through a helper container that runs the host's nft in the host's network namespace: the same
+    table, read and removed the same way."""
+    from kotlin_bench.engine import fence
+
+    name = f"kotlin-bench-int-nettest-{uuid.uuid4().hex[:8]}"
+    labels = {"kotlin-bench.test": "network"}
+
+    def refuse(*args: Any) -> Any:
+        raise fence.FenceError("no firewall here")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fence, "nft_for", refuse)
+        with pytest.raises(fence.FenceError, match="no firewall here"):
+            network.fenced_network(lab.engine, name, labels)
+    assert lab.client.networks.list(names=[name]) == []
+    helper = network.proxy_image_tag()
+    monkeypatch.setattr(fence.os, "geteuid", lambda: 1000)
+    made, wall = network.fenced_network(lab.engine, name, labels, helper=helper)
+    try:
+        assert wall.nft is not None and wall.nft.image == helper
+        assert f"table inet {fence.table_name(name)}" in _nft_tables()
+        assert wall.read() == fence.Refused(0, 0, ())
+    finally:
+        refused = network.close_fenced(lab.engine, made, wall)
+    assert refused == fence.Refused(0, 0, ())
+    assert f"table inet {fence.table_name(name)}" not in _nft_tables()
+    assert lab.client.networks.list(names=[name]) == []
+    helpers = {"label": [f"{names.LABEL_ROLE}={fence.HELPER_ROLE}"]}
+    assert lab.client.containers.list(all=True, filters=helpers) == []

@@ -124,7 +124,7 @@ def test_plots_script(tmp_path: Path) -> None:
     run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(s=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=log)  # fmt: skip
     reproduce = {"references": {"agent": "nop"}, "tolerance": 0.05}
     aggregate = aggregate_outputs(out, ["agent"])
-    params = type("Params", (), {"reproduce": reproduce})()
+    params = type("Params", (), {"reproduce": reproduce, "cutoffs": {"agent": "2025-07-31"}})()
     run_script(
         "aggregate.py",
         input=Files(summary=str(out / "summary.csv"), images=[]),
@@ -136,6 +136,7 @@ def test_plots_script(tmp_path: Path) -> None:
         rates=str(out / "plots/rates.png"),
         by_repository=str(out / "plots/rates_by_repository.png"),
         outcomes=str(out / "plots/outcomes.png"),
+        quarters=str(out / "plots/rate_by_merge_quarter.png"),
         html=str(out / "report.html"),
     )
     inputs = Files(
@@ -148,12 +149,13 @@ def test_plots_script(tmp_path: Path) -> None:
     )
     run_script("plots.py", input=inputs, output=charts, params=params, log=log)
     page = (out / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
+    assert "Before and after the training cutoff" in page and "too few tasks merged before or after" in page
     assert "agent vs nop: NOT REPRODUCED: 2 tasks differ: calc-1, units-1" in page  # units-1 errored
     assert "Reproduction agent vs nop: Verdict" in page
     text = re.sub(r'base64,[^"]+', "", page)
     assert "&lt;NA&gt;" not in text and ">nan<" not in text
-    for name in ("rates", "by_repository", "outcomes"):
+    for name in ("rates", "by_repository", "outcomes", "quarters"):
         png_size(Path(getattr(charts, name)))
 
 

@@ -61,7 +61,7 @@ def test_the_examples_run_end_to_end_on_rootful_podman(
     engine = connect(PODMAN)
     assert engine.podman and not engine.rootless and engine.unlimited == ()
     for result in oracle_and_nop(ws):
-        assert result.engine["engine"].startswith("podman ") and result.engine["unenforced_limits"] == []
+        assert result.engine.engine.startswith("podman ") and result.engine.unenforced_limits == []
     # the task images are in Podman under the names they were built as, with the ids Docker gave them
     for task in KOTLINC_EXAMPLES:  # the images moved into Podman (the Gradle examples' are not)
         sentinel = ws.root / names.task_sentinel(task)
@@ -130,8 +130,8 @@ def test_the_examples_run_rootless_as_an_ordinary_user_and_as_their_slurm_jobs(
     pd.testing.assert_frame_equal(found, verdicts(finished_examples, ROOTLESS_TASKS))
     results = oracle_and_nop(local, ROOTLESS_TASKS)
     for result in results:
-        assert result.engine["engine"].endswith(" rootless")
+        assert result.engine.engine.endswith(" rootless")
         # this host's cgroup v1 gives a rootless user no controllers: the limits are named as not enforced
-        assert set(result.engine["unenforced_limits"]) <= {"memory", "cpu", "pids"}
+        assert set(result.engine.unenforced_limits) <= {"memory", "cpu", "pids"}
     work = WorkRecord.read(local.run_dir(*slurm_run) / names.WORK_DIR / names.WORK_FILE)
     assert work.engine == results[0].engine

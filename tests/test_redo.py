@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.core.record import RunKey, RunResult, Status
 from kotlin_bench.dag.redo import ErroredRuns
 
 
@@ -26,7 +26,7 @@ def workflow(dryrun: bool = False, executor: object | None = object()) -> Simple
 
 
 def record(path: str, status: Status, failed_step: str | None = None) -> str:
-    result = RunResult("t", "o/r", "a", "script", None, 1, status=status, failed_step=failed_step)
+    result = RunResult(RunKey("t", "o/r", "a", "script", None, 1), status=status, failed_step=failed_step)
     if status is Status.RESOLVED:
         result.score(1.0)
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -216,7 +216,7 @@ def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     record = ws.result("oracle", TASK)
     assert record is not None and record.status == "resolved" and record.reward == 1.0
-    assert record.image_id == sentinel.id
+    assert record.work.image_id == sentinel.id
     pulled = client.images.get(sentinel.id)
     assert sentinel.pushed in pulled.attrs["RepoDigests"] and image in tags(client, sentinel.id)
 

@@ -1,6 +1,7 @@
-"""The upstream projects' coordinates and versions in the dataset specification (issue 28): each repository's
-coordinate patterns (read and checked), each task's base_version and fix_release, against the shared facts
-(../shared/dataset: published_artifacts.json, fix_releases.tsv) and in Maven's version order."""
+"""The upstream projects' coordinates and versions in the dataset specification (issues 28, 36): each
+repository's coordinate patterns (read and checked), each task's base_version, fix_release and other
+releases of the fix, against the shared facts (../shared/dataset: published_artifacts.json,
+fix_releases.tsv) and in Maven's version order (`kotlin_bench.core.versions`, tested in test_versions.py)."""
 
 from __future__ import annotations
 
@@ -8,123 +9,14 @@ import csv
 import json
 import re
 from functools import cmp_to_key
-from typing import Any
 
 import pytest
 
+from kotlin_bench.core.versions import maven_compare
 from kotlin_bench.dataset.artifacts import Coordinate, Scope
 from kotlin_bench.dataset.spec import SpecError, TaskSpec, load_dataset, parse_dataset
+from tests.conftest import REPO
 from tests.test_dataset import SHARED, SPEC, small_spec
-
-# --------------------------------------------------------------------------------------------------
-# Maven's version order (ComparableVersion of Maven 3.6), as much of it as the recorded versions use
-
-QUALIFIERS = ("alpha", "beta", "milestone", "rc", "snapshot", "", "sp")
-ALIASES = {"ga": "", "final": "", "release": "", "cr": "rc"}
-Item = tuple[str, Any] | list[Any]
-
-
-def _text(value: str, followed_by_digit: bool = False) -> Item:
-    if followed_by_digit and len(value) == 1:
-        value = {"a": "alpha", "b": "beta", "m": "milestone"}.get(value, value)
-    return ("s", ALIASES.get(value, value))
-
-
-def _item(digits: bool, text: str) -> Item:
-    return ("i", int(text)) if digits else _text(text)
-
-
-def _normalize(items: list[Any]) -> None:
-    for i in range(len(items) - 1, -1, -1):
-        if items[i] in ([], ("i", 0), ("s", "")):
-            del items[i]
-        elif not isinstance(items[i], list):
-            break
-
-
-def maven_parse(version: str) -> list[Any]:
-    version = version.lower()
-    root: list[Any] = []
-    current, stack, digits, start = root, [root], False, 0
-
-    def sublist() -> list[Any]:
-        new: list[Any] = []
-        current.append(new)
-        stack.append(new)
-        return new
-
-    for i, c in enumerate(version):
-        if c in ".-":
-            current.append(("i", 0) if i == start else _item(digits, version[start:i]))
-            start = i + 1
-            if c == "-":
-                current = sublist()
-        elif c.isdigit() != digits and i > start:  # a letter-digit boundary opens a sublist
-            current.append(_text(version[start:i], True) if c.isdigit() else _item(True, version[start:i]))
-            start, current = i, sublist()
-        digits = c.isdigit() if c not in ".-" else digits
-    if len(version) > start:
-        current.append(_item(digits, version[start:]))
-    for items in reversed(stack):
-        _normalize(items)
-    return root
-
-
-def _qualifier(value: str) -> str:
-    return str(QUALIFIERS.index(value)) if value in QUALIFIERS else f"{len(QUALIFIERS)}-{value}"
-
-
-def _compare(a: Item | None, b: Item | None) -> int:
-    if a is None:
-        return 0 if b is None else -_compare(b, None)
-    if isinstance(a, list):
-        if b is None:
-            return _compare(a[0], None) if a else 0
-        if not isinstance(b, list):
-            return -1 if b[0] == "i" else 1
-        for x, y in zip(a + [None] * (len(b) - len(a)), b + [None] * (len(a) - len(b)), strict=True):
-            if order := _compare(x, y):
-                return order
-        return 0
-    kind, value = a
-    if kind == "i":
-        if b is None:
-            return int(value != 0)
-        return 1 if isinstance(b, list) or b[0] == "s" else (value > b[1]) - (value < b[1])
-    if b is not None and (isinstance(b, list) or b[0] == "i"):
-        return -1
-    x, y = _qualifier(value), _qualifier("" if b is None else b[1])
-    return (x > y) - (x < y)
-
-
-def maven_compare(a: str, b: str) -> int:
-    return _compare(maven_parse(a), maven_parse(b))
-
-
-@pytest.mark.parametrize(
-    ("lower", "higher"),
-    [
-        ("1.0-SNAPSHOT", "1.0"),
-        ("1.0-alpha-1", "1.0-beta"),
-        ("1.0-rc1", "1.0-SNAPSHOT"),  # a snapshot comes after the release candidates of its version
-        ("5.0.0-alpha.3", "5.0.0-SNAPSHOT"),
-        ("1.0", "1.0-sp"),
-        ("1.9", "1.10"),
-        ("1.23.8", "2.0.0-alpha.0"),
-        ("2.22.0beta1", "2.22.0beta2"),
-        ("9.0.0-beta2", "9.0.0-beta11"),
-        ("1.0.0-Beta4", "1.0.0-dev"),  # an unknown qualifier comes after the known ones
-        ("0.14.0", "0.14.0-dev"),  # ... and after the release
-    ],
-)
-def test_the_maven_order_of_the_test(lower: str, higher: str) -> None:
-    assert maven_compare(lower, higher) < 0 < maven_compare(higher, lower)
-
-
-@pytest.mark.parametrize(("a", "b"), [("1.0", "1.0.0"), ("1.0-final", "1"), ("1.0-a1", "1.0-alpha1")])
-def test_the_maven_order_of_the_test_knows_equal_spellings(a: str, b: str) -> None:
-    assert maven_compare(a, b) == 0
-
 
 # --------------------------------------------------------------------------------------------------
 # Coordinates
@@ -159,7 +51,8 @@ def test_coordinate_patterns_cover_what_they_say(
 )
 def test_a_pattern_that_is_no_coordinate_is_an_error_naming_the_repository(pattern: str) -> None:
     spec = small_spec()
-    spec["repositories"]["acme/widgets"]["artifacts"] = {"published_to": [], "coordinates": ["acme", pattern]}
+    coordinates = [{"pattern": p, "source": "acme/widgets:build.gradle@HEAD"} for p in ("acme", pattern)]
+    spec["repositories"]["acme/widgets"]["artifacts"] = {"published_to": [], "coordinates": coordinates}
     with pytest.raises(SpecError) as info:
         parse_dataset(spec)
     assert f"$.repositories.acme/widgets.artifacts.coordinates: {pattern!r} is not `group`" in str(info.value)
@@ -186,7 +79,15 @@ def test_every_repository_states_patterns_covering_its_published_coordinates() -
         assert artifacts is not None, name
         uncovered = [c for c in facts[name]["coordinates"] if not artifacts.covers(*_stated(c))]
         assert uncovered == [], name
-        assert bool(artifacts.coordinates) == bool(facts[name]["coordinates"]), name
+        assert all(c.source for c in (*artifacts.coordinates, *artifacts.former_coordinates)), name
+    # Anki-Android publishes no library of the app's code (published_artifacts.json), but its repository's
+    # api/ module is a library (com.ichi2.anki:api) and jitpack builds it (com.github.ankidroid:Anki-Android)
+    anki = dataset.repositories["ankidroid/Anki-Android"].artifacts
+    assert (
+        anki is not None
+        and anki.covers("com.ichi2.anki", "api")
+        and anki.covers("com.github.ankidroid", "Anki-Android")
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -249,3 +150,66 @@ def test_the_base_comes_before_the_fix_in_maven_order() -> None:
         if released == task.base_version or maven_compare(released, task.fix_release) < 0:
             wrong.append(f"{task.id}: {task.base_version} !< {task.fix_release}")
     assert wrong == []
+
+
+# --------------------------------------------------------------------------------------------------
+# The docs agree with the specification
+
+
+def test_the_threat_models_counts_are_the_specs() -> None:
+    dataset = load_dataset(SPEC)
+    text = " ".join((REPO / "docs" / "threat-model.md").read_text(encoding="utf-8").split())
+    found = re.search(
+        r"For (\d+) of the (\d+) tasks the fix has been released \(`fix_release` in the dataset spec\); for "
+        r"(\d+) of them on Maven Central, with its sources, .*? \(the other (\d+): (\d+) TeXiFy-IDEA releases "
+        r"on the JetBrains Marketplace, (\d+) Anki-Android APKs\)",
+        text,
+    )
+    assert found is not None
+    released = [t for t in dataset.tasks if t.fix_release]
+    central = [
+        t
+        for t in released
+        if t.repository.artifacts and "Maven Central" in t.repository.artifacts.published_to
+    ]
+    by_repo = {name: sum(t.repository.name == name for t in released) for name in dataset.repositories}
+    assert [int(n) for n in found.groups()] == [
+        len(released),
+        len(dataset.tasks),
+        len(central),
+        len(released) - len(central),
+        by_repo["Hannah-Sten/TeXiFy-IDEA"],
+        by_repo["ankidroid/Anki-Android"],
+    ]
+
+
+def _coverage_rows() -> dict[str, list[str]]:
+    text = (REPO / "docs" / "dataset.md").read_text(encoding="utf-8")
+    table = text.split("| repository | coordinates | former coordinates |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in table.splitlines()[2:]]
+    return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_facts_table_of_the_dataset_docs_is_the_specs() -> None:
+    dataset = load_dataset(SPEC)
+    rows = _coverage_rows()
+    assert sorted(rows) == sorted(dataset.repositories)
+    for name, repository in dataset.repositories.items():
+        artifacts, github = repository.artifacts, repository.github
+        assert artifacts is not None
+        tasks = [t for t in dataset.tasks if t.repository is repository]
+        coordinates, former, plugins, market, github_id, names, carriers, needs = rows[name]
+        assert _ticked(coordinates) == [str(c.coordinate) for c in artifacts.coordinates], name
+        assert _ticked(former) == [str(c.coordinate) for c in artifacts.former_coordinates], name
+        assert _ticked(plugins) == [p.id for p in artifacts.plugin_ids], name
+        assert _ticked(market) == [x for m in artifacts.marketplace for x in (m.xml_id, str(m.numeric_id))], (
+            name
+        )
+        assert _ticked(github_id) == ([str(github.id)] if github and github.id else []), name
+        assert _ticked(names) == ([n.name for n in github.names] if github else []), name
+        assert _ticked(carriers) == sorted({str(c.coordinate) for c in artifacts.carriers}), name
+        assert needs == f"{sum(1 for t in tasks if t.base_build)} of {len(tasks)}", name

@@ -58,7 +58,7 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
         "aggregate.py",
         input=Files(summary=str(out / "summary.csv"), references=[], images=[]),
         output=outputs,
-        params=SimpleNamespace(reproduce=reproduce),
+        params=SimpleNamespace(reproduce=reproduce, cutoffs={"oracle": "2025-07-31"}),
         log=[str(out / "logs/aggregate.log")],
     )
     printed = capfd.readouterr().out
@@ -73,6 +73,13 @@ def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixt
     assert list(read_rates(out / "rates.csv")["agent"]) == ["agent", "oracle"]
     assert (out / "summary.md").read_text().startswith("# kotlin-bench results")
     assert "REPRODUCED: 4/4 tasks agree" in (out / "reproduce/oracle.md").read_text()
+    # the oracle's cutoff: its tasks have no task directory, so no merge date: neither side can tell
+    too_few = (
+        "**oracle** (cutoff 2025-07-31): too few tasks merged before or after the cutoff to tell (before 0"
+    )
+    assert too_few in (out / "summary.md").read_text()
+    assert "4 tasks without merged_at" in (out / "summary.md").read_text()
+    assert too_few in (out / "reproduce/oracle.md").read_text()
     assert (out / "logs/aggregate.log").exists()
     [verdict] = json.loads((out / "reproduce/verdicts.json").read_text())
     assert verdict == {

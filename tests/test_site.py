@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import PatchKind, RunResult, Status, WorkRecord
+from kotlin_bench.core.record import EgressSummary, PatchKind, RunKey, RunResult, Status, WorkRecord
+from kotlin_bench.core.record_parts import Flag, PatchApplied
 from kotlin_bench.results.compare import all_pairs
 from kotlin_bench.results.site.build import SiteInputs, build_site, live_update
 from kotlin_bench.results.stats import rates, rates_by_repository
@@ -109,7 +110,7 @@ def test_a_harbor_trajectory_is_shown(site: Path) -> None:
     result_path = site / names.verify_result("agent", "calc-1", 1)
     result = RunResult.read(result_path)
     # as the Harbor kind names it
-    result.usage.trajectory = "harbor/jobs/job/calc-1__abc/agent/trajectory.json"
+    result.work.usage.trajectory = "harbor/jobs/job/calc-1__abc/agent/trajectory.json"
     result.write(result_path)
     build(site)
     page = (site / names.site_run_page("agent", "calc-1", 1)).read_text()
@@ -138,13 +139,21 @@ def test_the_run_page_lists_the_egress_record_with_flagged_requests_marked(site:
     ]  # fmt: skip
     (run / names.WORK_DIR / names.EGRESS_RECORD).write_text("".join(json.dumps(x) + "\n" for x in lines))
     result = RunResult.read(run / names.RESULT_FILE)
-    result.egress = {"record": "urls", "requests": 2, "bytes": 1020, "refused": 0, "blocked": 0,
-                     "retrieval": [f"https://repo.examples.test{fix}"]}  # fmt: skip
-    result.flags["retrieval"] = [f"https://repo.examples.test{fix}"]
+    flagged = [f"https://repo.examples.test{fix}"]
+    result.work.egress = EgressSummary(
+        "urls", requests=2, bytes=1020, refused=0, blocked=0, retrieval=flagged,
+        around_proxy=1, around_proxy_to=["tcp 192.168.0.1:443"], dns_refused=2,
+    )  # fmt: skip
+    result.work.flags[Flag.RETRIEVAL] = flagged
+    result.work.flags[Flag.AROUND_PROXY] = ["tcp 192.168.0.1:443"]
     result.write(run / names.RESULT_FILE)
     build(site)
     page = (site / names.site_run_page("agent", "calc-2", 1)).read_text()
     assert 'id="egress-requests"' in page and "1 flagged as retrieval" in page
+    assert (
+        '<p class="flagged">fence of the phase\'s network: <b>1 connection attempts around the proxy '
+        "refused</b>: tcp 192.168.0.1:443; 2 DNS queries refused (not flagged)</p>"
+    ) in page.replace("&#39;", "'"), page
     assert f'<tr class="flagged"><td>GET</td><td><code>https://repo.examples.test{fix}</code>' in page
     assert (
         "<tr><td>GET</td><td><code>https://repo.examples.test/maven2/examples/calc/maven-metadata.xml" in page
@@ -162,15 +171,15 @@ def predictions_site(root: Path) -> Path:
     results = partial_predictions_results()
     for r in results:
         if r.agent == "my-model" and r.reason != "no_prediction":
-            r.capture = {"prediction": {"applier": "git apply --verbose", "normalised": ["code_fence"]}}
+            r.prediction = PatchApplied("git apply --verbose", ("code_fence",))
             if r.status == Status.UNRESOLVED:
-                r.capture = {"prediction": {"applier": None, "normalised": []}}
+                r.prediction = PatchApplied(None)
                 r.error = "error: patch failed: x:1"
     write_results(root, results)
     for r in results:
         if r.agent != "my-model":
             continue
-        work = WorkRecord(r.task, r.repository, r.agent, r.kind, r.model, r.attempt)
+        work = WorkRecord(r.key)
         work_dir = root / names.work_dir(r.agent, r.task, r.attempt)
         work_dir.mkdir(parents=True, exist_ok=True)
         if r.reason == "no_prediction":
@@ -216,9 +225,8 @@ def test_the_compare_page_shows_both_diffs_side_by_side(tmp_path: Path) -> None:
         work_dir = root / names.work_dir("oracle", task, 1)
         work_dir.mkdir(parents=True, exist_ok=True)
         (work_dir / names.AGENT_DIFF).write_text(f"diff --git a/{task} b/{task}\n+oracle's fix of {task}\n")
-        WorkRecord(task, "acme/calc", "oracle", "oracle", None, 1, diff=names.AGENT_DIFF).write(
-            work_dir / names.WORK_FILE
-        )
+        key = RunKey(task, "acme/calc", "oracle", "oracle", None, 1)
+        WorkRecord(key, diff=names.AGENT_DIFF).write(work_dir / names.WORK_FILE)
     build(root)
     page = (root / names.site_pair_page("oracle", "my-model")).read_text()
     sections = page.split('<section class="discordant"')[1:]

@@ -120,3 +120,34 @@ def test_reproduction_reports_the_tasks_a_wrong_reference_gets_wrong(
     )
     # the charts and the site show the rates and comparisons the aggregate wrote again
     assert planned_jobs(workspace, "--configfile", "wrong.yaml") == {"plots": 1, "site": 1, "all": 1}
+
+
+def test_the_tasks_dates_and_an_agents_cutoff_reach_every_report(
+    workspace: Path, first_run: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary.csv has each task's merge time (from its task.toml); the site shows the chart by merge
+    quarter; a cutoff added to an agent redoes no run, and summary.md, the site and `kotlin-bench
+    reproduce` say that the examples are too few to tell (all five dated examples merged after it)."""
+    oracle = first_run[first_run.agent == "oracle"].set_index("task")
+    assert oracle.loc["examples_calc-6", "merged_at"] == "2024-01-01T06:00:00Z"
+    assert pd.isna(oracle.loc["examples_calc-4", "merged_at"])  # never merged in its upstream history
+    assert 'rate_by_merge_quarter.png"' in (workspace / "results/site/index.html").read_text()
+    agents = "agents:\n  - {name: oracle, kind: oracle, cutoff: 2023-12-31}\n  - {name: nop, kind: nop}\n"
+    (workspace / "cutoff.yaml").write_text(agents)
+    planned = planned_jobs(workspace, "--configfile", "cutoff.yaml")
+    assert not {"solve", "verify", "summary"} & planned.keys(), planned
+    out = snakemake(workspace, "--configfile", "cutoff.yaml")
+    assert out.returncode == 0, out.stderr[-3000:]
+    too_few = "too few tasks merged before or after the cutoff to tell (before 0, after 5;"
+    summary_md = (workspace / "results/summary.md").read_text()
+    assert f"**oracle** (cutoff 2023-12-31): {too_few}" in summary_md
+    assert "2 tasks without merged_at (never merged, or not known) counted on neither side" in summary_md
+    assert "**nop**" not in summary_md.split("## Before and after the training cutoff")[1].split("##")[0]
+    index = (workspace / "results/site/index.html").read_text()
+    assert 'id="cutoff-table"' in index and too_few in index
+    from kotlin_bench.tools.cli import main
+
+    args = ["reproduce", "--agent", "oracle", "--reference", "oracle", "--out", str(tmp_path)]
+    assert main([*args, "--root", str(workspace), "--cutoff", "2023-12-31"]) == 0
+    assert f"oracle (cutoff 2023-12-31): {too_few}" in capsys.readouterr().out
+    assert too_few in (tmp_path / "oracle.md").read_text()

@@ -8,6 +8,7 @@ from kotlin_bench.core.render import render_markdown
 from kotlin_bench.dag.smk import logged, workflow_root
 from kotlin_bench.engine.retention import image_rows
 from kotlin_bench.results.compare import all_pairs, write_comparisons
+from kotlin_bench.results.cutoff import cutoff_gaps
 from kotlin_bench.results.report import report_sections
 from kotlin_bench.results.reproduce.agent import reproduce_agent
 from kotlin_bench.results.reproduce.plan import ReproducePlan
@@ -24,17 +25,28 @@ with logged(sm.log[0]):
     comparisons = all_pairs(summary)
     write_comparisons(comparisons, Path(sm.output.comparisons))
     plan = ReproducePlan.from_params(sm.params.reproduce, workflow_root(sm))
+    gaps = {gap.agent: gap for gap in cutoff_gaps(summary, sm.params.cutoffs)}
     verdicts = []
     outputs = zip(plan.references.items(), sm.output.reproduce_md, sm.output.reproduce_csv, strict=True)
     for (agent, spec), md_path, csv_path in outputs:
         verdicts.append(
             reproduce_agent(
-                agent, spec, summary, Path(csv_path), Path(md_path), plan.tolerance, Path(plan.root)
+                agent,
+                spec,
+                summary,
+                Path(csv_path),
+                Path(md_path),
+                plan.tolerance,
+                Path(plan.root),
+                cutoff=gaps.get(agent),
             )
         )
     write_verdicts(verdicts, Path(sm.output.verdicts))
     lines = [f"{v.line} (see {md})" for v, md in zip(verdicts, sm.output.reproduce_md, strict=True)]
     images = image_rows(sorted({Path(p).stem for p in sm.input.images}))
-    text = render_markdown(report_sections(summary, overall, by_repository, lines, comparisons, images))
+    sections = report_sections(
+        summary, overall, by_repository, lines, comparisons, images, cutoffs=list(gaps.values())
+    )
+    text = render_markdown(sections)
     write_atomic(Path(sm.output.markdown), text)
     print(text)  # into the log; the terminal ends on the headline (kotlin_bench.dag.progress.print_headline)

@@ -20,6 +20,7 @@ with logged(sm.log[0]):
         by_repository=read_rates(Path(sm.input.by_repository)),
         comparisons=read_comparisons(Path(sm.input.comparisons)),
         tasks_dir=Path(sm.params.tasks_dir),
+        cutoffs=dict(sm.params.cutoffs),
     )
     report = build_site(inputs)
     print(

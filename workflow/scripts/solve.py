@@ -67,7 +67,7 @@ with logged(sm.log[0]):
                     raise
                 work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
         if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
-            work.solve_tries, work.tries = tries.number, work.tries or tries.history()
+            work.work.solve_tries, work.tries = tries.number, work.tries or tries.history()
             work.write(work_dir / names.WORK_FILE)
         what = work.outcome or (f"{work.diff} ({work.patch})" if work.diff else "no work to verify")
         print(f"{task.id} {agent.name} attempt {attempt}: solved, {work.status}: {what}")

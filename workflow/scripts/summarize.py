@@ -9,7 +9,11 @@ from kotlin_bench.results.summary import STATUSES, summarize, write_table
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    summary = summarize([Path(p) for p in sm.input.results], [Path(p) for p in sm.input.repeats])
+    summary = summarize(
+        [Path(p) for p in sm.input.results],
+        [Path(p) for p in sm.input.repeats],
+        tasks_dir=Path(sm.params.tasks_dir),
+    )
     write_table(summary, Path(sm.output[0]))
     counts = summary["status"].value_counts()
     line = ", ".join(f"{int(counts.get(s, 0))} {s}" for s in STATUSES)

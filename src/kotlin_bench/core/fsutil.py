@@ -32,6 +32,19 @@ def write_atomic(path: Path, data: bytes | str, mode: int | None = None) -> None
             tmp.chmod(mode)
 
 
+def write_if_changed(path: Path, data: bytes | str) -> bool:
+    """Write `data` atomically unless `path` holds it already (its modification time then stays, so that
+    nothing made from it is redone); whether it was written."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if Path(path).read_bytes() == raw:
+            return False
+    except OSError:
+        pass
+    write_atomic(path, raw)
+    return True
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file, read in chunks."""
     sha = hashlib.sha256()

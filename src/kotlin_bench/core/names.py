@@ -80,6 +80,7 @@ REPORT_HTML = f"{RESULTS}/report.html"
 PLOT_RATES = f"{RESULTS}/plots/rates.png"
 PLOT_RATES_BY_REPOSITORY = f"{RESULTS}/plots/rates_by_repository.png"
 PLOT_OUTCOMES = f"{RESULTS}/plots/outcomes.png"
+PLOT_QUARTERS = f"{RESULTS}/plots/rate_by_merge_quarter.png"
 REPRODUCE_DIR = f"{RESULTS}/reproduce"
 VERDICTS_JSON = f"{REPRODUCE_DIR}/verdicts.json"
 HEALTHCHECK_DIR = f"{RESULTS}/healthcheck"
@@ -263,6 +264,72 @@ def mirror_dir(owner: str, repo: str) -> str:
     return f"{RESULTS}/upstream/{owner}/{repo}"
 
 
+# The harvest (`kotlin-bench harvest`, rules/harvest.smk): per repository, the ledger of screened pull
+# requests, a directory per window (what was harvested) and per candidate (its tries on the base variants).
+HARVEST = f"{RESULTS}/harvest"
+HARVEST_RECORDS = f"{HARVEST}/records"  # the API's records read, laid out as materialization's issues cache
+HARVEST_SCREENED = "screened.json"
+HARVEST_SPEC = "dataset.json"  # the window's dated dataset specification of the accepted tasks
+HARVEST_CONFIG = "config.yaml"  # a config that runs it: snakemake --configfile <it> --replace-workflow-config
+HARVEST_TABLE = "candidates.csv"
+HARVEST_PAGE = "harvest"  # .md and .html: what was harvested, accepted and rejected, and why
+HARVEST_TASKS = "tasks"
+HARVEST_EXPECTED = "expected"
+HARVEST_WINDOW = r"[0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{4}-[0-9]{2}-[0-9]{2}"
+
+
+def harvest_repo(owner: str, repo: str) -> str:
+    return f"{HARVEST}/{owner}/{repo}"
+
+
+def harvest_ledger(owner: str, repo: str) -> str:
+    """`<N>.json` per pull request screened (reused while it is unchanged)."""
+    return f"{harvest_repo(owner, repo)}/pulls"
+
+
+def harvest_window(owner: str, repo: str, window: str) -> str:
+    return f"{harvest_repo(owner, repo)}/{window}"
+
+
+def harvest_screened(owner: str, repo: str, window: str) -> str:
+    return f"{harvest_window(owner, repo, window)}/{HARVEST_SCREENED}"
+
+
+def harvest_spec(owner: str, repo: str, window: str) -> str:
+    """The target of one repository's harvest of one window: its dated dataset specification."""
+    return f"{harvest_window(owner, repo, window)}/{HARVEST_SPEC}"
+
+
+def harvest_candidate(owner: str, repo: str, pr: int | str) -> str:
+    return f"{harvest_repo(owner, repo)}/pr-{pr}"
+
+
+def harvest_try(owner: str, repo: str, pr: int | str, variant: str) -> str:
+    """A candidate on one base variant (the base image's tag): its task directory, image and phases."""
+    return f"{harvest_candidate(owner, repo, pr)}/{variant}"
+
+
+def harvest_task_stamp(owner: str, repo: str, pr: int | str, variant: str, task_id: str) -> str:
+    return f"{harvest_try(owner, repo, pr, variant)}/{HARVEST_TASKS}/{task_id}/{STAMP}"
+
+
+def harvest_image(owner: str, repo: str, pr: int | str, variant: str) -> str:
+    return f"{harvest_try(owner, repo, pr, variant)}/image.json"
+
+
+def harvest_phase(owner: str, repo: str, pr: int | str, variant: str, label: str) -> str:
+    return f"{harvest_try(owner, repo, pr, variant)}/{label}/{PHASE_FILE}"
+
+
+def harvest_probe(owner: str, repo: str, pr: int | str, variant: str) -> str:
+    """Whether the candidate builds on the variant (its image, and the run and fix phases' results)."""
+    return f"{harvest_try(owner, repo, pr, variant)}/probe.json"
+
+
+def harvest_verdict(owner: str, repo: str, pr: int | str) -> str:
+    return f"{harvest_candidate(owner, repo, pr)}/verdict.json"
+
+
 def reproduce_output(agent: str, suffix: str) -> str:
     return f"{REPRODUCE_DIR}/{agent}{suffix}"
 
@@ -338,6 +405,9 @@ CONTAINER_AGENT_SCRIPT_DIR = "/tmp/kotlin-bench-agent-script"
 CONTAINER_CAPTURE_DIR = "/tmp/kotlin-bench-capture"
 CONTAINER_PHASE_LOGS = "/logs/phase"
 CONTAINER_PROBE_DIR = "/tmp/kotlin-bench-probe"
+# A Harbor trial's agent phase on the record (kotlin_bench.runs.agents.harbor_phase): the gate Harbor's
+# healthcheck waits on, the phase's environment (BASH_ENV), the collect hook's handshake
+CONTAINER_TRIAL_DIR = "/tmp/kotlin-bench-trial"
 
 # --------------------------------------------------------------------------- labels and keys
 
@@ -352,6 +422,7 @@ LABEL_NPROC = "kotlin-bench.nproc"  # RLIMIT_NPROC of every command, where the e
 # the project directory (Harbor's is the staged task's environment/ folder, in the run's work directory).
 LABEL_COMPOSE_PROJECT = "com.docker.compose.project"
 LABEL_COMPOSE_WORKING_DIR = "com.docker.compose.project.working_dir"
+LABEL_COMPOSE_SERVICE = "com.docker.compose.service"
 
 # --------------------------------------------------------------------------- files of the package
 
@@ -422,4 +493,5 @@ STANDIN_GROUP = "examples"
 STANDIN_CA = "examples/bases/toolchain/standin-ca.crt"
 STANDIN_TLS_DIR = "examples/standin-repo/tls"
 STANDIN_THIRD_PARTY = "examples/standin-repo/third-party.txt"
+STANDIN_BUILDS = "examples/standin-repo/builds.txt"  # development builds and bundles (carriers)
 STANDIN_PROJECTS_GLOB = "examples/bases/*/upstream"  # each project with an upstream history is published

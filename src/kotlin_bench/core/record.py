@@ -4,11 +4,16 @@ and every read of them.
 A run `(agent, task, attempt)` is solved once: its work record `results/runs/<agent>/<task>/attempt-<k>/
 work/work.json` (`WorkRecord`) says what the agent did and where its captured diff is. It is verified
 from that record: `results/runs/<agent>/<task>/attempt-<k>/result.json` (`RunResult`), written last and
-atomically. This module owns that file: the `RunResult` model, the `Status`
-enum, the digests that tie a result to the task directory and verifier it was made with, the error
-record, and the query for errored runs. Nothing else reads or writes result.json. A result's `reason`
-is a word of the vocabulary `kotlin_bench.scoring.reasons.Reason`, classified when the run was scored;
-`reason_detail` keeps the raw codes it came from. Nothing else reads or writes work.json.
+atomically. Both records are made of the same two parts, embedded (not copied field by field): the run's
+key (`RunKey`: task, repository, agent, kind, model, attempt) and the agent's work (`AgentWork`: its
+image, timings, usage, changed files, flags, capture, egress, ...); each adds its own fields around them.
+The values they hold are typed (`kotlin_bench.core.record_parts`), and both files keep the JSON they have
+always had: the parts are flattened into one object, its keys in the order of `RESULT_KEYS` and
+`WORK_KEYS` (`kotlin_bench.core.codec`; tests/golden holds the bytes). A result adds to the work's timings,
+flags and capture what its verification found (`verify_timings`, `verify_flags`, `prediction`): its file
+has them merged (`timings`, `flags`, `capture`). A result's `reason` is a word of the vocabulary
+`kotlin_bench.scoring.reasons.Reason`, classified when the run was scored; `reason_detail` keeps the raw
+codes it came from. Nothing else reads or writes result.json or work.json.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -24,22 +29,54 @@ from typing import Any
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
+from kotlin_bench.core.codec import (
+    FLAT,
+    NONE_IS_EMPTY,
+    OMITTED_WHEN_NONE,
+    UNWRITTEN,
+    ShapeError,
+    convert,
+    from_json,
+    json_key,
+    to_json,
+)
 from kotlin_bench.core.fsutil import write_atomic
+from kotlin_bench.core.record_parts import (
+    Capture,
+    EngineInfo,
+    Flag,
+    Flags,
+    ModelOutageClaim,
+    PatchApplied,
+    Status,
+    Timings,
+    TrialVerdict,
+    Verdict,
+    VerifierReport,
+)
 
 MAX_ERROR = 2000
 
-
-class Status(StrEnum):
-    RESOLVED = "resolved"
-    UNRESOLVED = "unresolved"
-    ERROR = "error"
+__all__ = ["RecordError", "RunKey", "RunResult", "Status", "Usage", "WorkRecord"]
 
 
 class RecordError(ValueError):
     """A result.json that cannot be read as a run record; the message names the file."""
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 # --------------------------------------------------------------------------- the agent's usage
+
+# A trial's own `agent_result` (Harbor's names for the usage), as records of trials have always shown it.
+TRIAL_USAGE = {
+    "n_input_tokens": "input_tokens",
+    "n_cache_tokens": "cache_tokens",
+    "n_output_tokens": "output_tokens",
+    "cost_usd": "cost_usd",
+}
 
 
 @dataclass
@@ -59,21 +96,67 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: Any) -> Usage:
+        """The known keys of a mapping, their values as they are (a script's usage file, which its reader
+        checks: `kotlin_bench.runs.model_api.read_usage`)."""
         if not isinstance(data, dict):
             return cls()
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    @classmethod
+    def of_trial(cls, agent_result: Any, trajectory: str | None = None) -> Usage:
+        """The usage a trial's own `agent_result` reports (Harbor's names); an empty one if it is none."""
+        found = agent_result if isinstance(agent_result, dict) else {}
+        return cls(**{ours: found.get(theirs) for theirs, ours in TRIAL_USAGE.items()}, trajectory=trajectory)
+
+    def as_trial(self) -> dict[str, Any]:
+        """This usage in a trial's own names (the records' `agent_result`)."""
+        return {theirs: getattr(self, ours) for theirs, ours in TRIAL_USAGE.items()}
+
     def reported(self) -> bool:
         return any(v is not None for v in (self.input_tokens, self.output_tokens, self.cost_usd))
 
 
-# --------------------------------------------------------------------------- the record
+# --------------------------------------------------------------------------- the egress summary
 
 
 @dataclass
-class RunResult:
-    """One run's result.json: the verdict, and what the work record said of the agent's work."""
+class EgressSummary:
+    """The agent phase's egress record in the work record (kotlin_bench.engine.egress): how it was recorded
+    (`urls`: every request; `hosts`: the host-only proxy, no record), its requests, bytes, refused
+    requests (hosts not allowed), requests refused as retrieval (`blocked`), and the URLs the retrieval
+    rule flagged (`flags.retrieval` lists the same); and what the phase network's fence refused
+    (`kotlin_bench.engine.fence`): connection attempts around the proxy (`flags.around_proxy`), their
+    destinations (`tcp 192.168.0.1:443`), and DNS queries (not flagged: Docker's resolver forwards the
+    container's lookups of outside names that way); None (and not written) where no fence could see them
+    (rootless Podman, or a record made before the fence)."""
+
+    record: str
+    requests: int = 0
+    bytes: int = 0
+    refused: int = 0
+    blocked: int = 0
+    retrieval: list[str] = field(default_factory=list)
+    around_proxy: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    around_proxy_to: list[str] | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    dns_refused: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EgressSummary:
+        return from_json(cls, data, "egress")
+
+    def recorded_urls(self) -> bool:
+        """Whether every request was recorded (`egress: {record: urls}`), so that its counts mean something."""
+        return self.record == "urls"
+
+
+# --------------------------------------------------------------------------- the parts both records share
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """Which run a record is of: the task (and its repository), the agent (its name, kind and model) and
+    the attempt."""
 
     task: str
     repository: str
@@ -81,29 +164,97 @@ class RunResult:
     kind: str
     model: str | None
     attempt: int
+
+
+@dataclass
+class AgentWork:
+    """What the agent did, as the solve step recorded it: the task image it worked in, the phases' timings,
+    whether it timed out, its usage and how many times the solve step ran it, the paths it changed and the
+    flags raised on them, a trial's own result file (relative to the work directory), the capture of its
+    work and the agent phase's egress (None: no proxy). A result embeds its work record's `AgentWork` as
+    it is."""
+
+    image: str | None = None
+    image_id: str | None = None
+    timings: Timings = field(default_factory=Timings)
+    agent_timed_out: bool = False
+    usage: Usage = field(default_factory=Usage)
+    solve_tries: int = 1  # how many times the solve step ran the agent (a model outage or a harness failure)
+    changed_files: list[str] = field(default_factory=list)
+    flags: Flags = field(default_factory=dict)
+    trial_result: str | None = None  # a kind's own trial's result.json (Harbor's), kept as a file
+    capture: Capture | None = field(default=None, metadata=NONE_IS_EMPTY)  # None: nothing was captured
+    egress: EgressSummary | None = None  # None: the agent phase had no proxy (no allowlist, or no image)
+
+    def agent_result(self) -> dict[str, Any]:
+        """The records' `agent_result`: the usage in a trial's own names, for the work of a trial."""
+        return self.usage.as_trial() if self.trial_result else {}
+
+
+class _Keyed:
+    """A record's key fields, read through."""
+
+    key: RunKey
+
+    @property
+    def task(self) -> str:
+        return self.key.task
+
+    @property
+    def repository(self) -> str:
+        return self.key.repository
+
+    @property
+    def agent(self) -> str:
+        return self.key.agent
+
+    @property
+    def kind(self) -> str:
+        return self.key.kind
+
+    @property
+    def model(self) -> str | None:
+        return self.key.model
+
+    @property
+    def attempt(self) -> int:
+        return self.key.attempt
+
+
+# --------------------------------------------------------------------------- the verdict
+
+RESULT_KEYS = (
+    "task", "repository", "agent", "kind", "model", "attempt",
+    "reward", "status", "reason", "reason_detail", "error",
+    "image", "image_id", "timings", "started_at", "harness_version", "code", "agent_timed_out",
+    "task_digest", "verifier_digest", "verifier", "agent_result", "usage", "tries", "solve_tries",
+    "changed_files", "flags", "trial_result", "capture", "failed_step", "repeat", "work_sha256",
+    "verify_image_id", "fresh_verdict", "engine", "egress",
+)  # fmt: skip
+# what a verification adds to the work's timings and flags (the rest of them are the work's)
+VERIFY_TIMINGS = ("verifier_sec", "verify_sec", "total_sec")
+VERIFY_FLAGS = (Flag.VERIFIER, Flag.VERDICTS)
+
+
+@dataclass
+class RunResult(_Keyed):
+    """One run's result.json: the verdict, on the agent's work as its work record says (`work`)."""
+
+    key: RunKey = field(metadata=FLAT)
+    _: KW_ONLY
+    work: AgentWork = field(default_factory=AgentWork, metadata=FLAT)
     reward: float | None = None
     status: Status = Status.ERROR
     reason: str | None = None
     reason_detail: str | None = None
     error: str | None = None
-    image: str | None = None
-    image_id: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    started_at: str = field(default_factory=_now)
     harness_version: str = HARNESS_VERSION
     code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
-    agent_timed_out: bool = False
     task_digest: str | None = None
     verifier_digest: str | None = None
-    verifier: dict[str, Any] = field(default_factory=dict)
-    agent_result: dict[str, Any] = field(default_factory=dict)  # a Harbor trial's own `agent_result`
-    usage: Usage = field(default_factory=Usage)
+    verifier: VerifierReport = field(default_factory=VerifierReport)
     tries: list[str] = field(default_factory=list)
-    solve_tries: int = 1  # how many times the solve step ran the agent (a model outage or a harness failure)
-    changed_files: list[str] = field(default_factory=list)
-    flags: dict[str, list[str]] = field(default_factory=dict)
-    trial_result: str | None = None
-    capture: dict[str, Any] = field(default_factory=dict)
     failed_step: str | None = None  # of an error: `solve` (the agent's work) or `verify` (the verdict)
     repeat: int = 1  # which verification of the run's work (`verify: {repeats: N}`)
     work_sha256: str | None = None  # the work record the verdict was made on
@@ -112,10 +263,28 @@ class RunResult:
     verify_image_id: str | None = None
     # A kind whose trial verifies in the agent's container (Harbor): the verdict above is the trial's
     # (the published protocol); ours, on the captured work in a fresh container, is kept here.
-    fresh_verdict: dict[str, Any] | None = None
-    engine: dict[str, Any] = field(default_factory=dict)  # the verifier's engine, and what it did not limit
-    # the agent phase's egress record as the work record summarises it (`EgressSummary`); None: no proxy
-    egress: dict[str, Any] | None = None
+    fresh_verdict: Verdict | None = None
+    engine: EngineInfo = field(default_factory=EngineInfo)  # the verifier's engine, and what it did not limit
+    # what the verification adds to the work's timings, flags and capture (written merged with them)
+    verify_timings: Timings = field(default_factory=Timings, metadata=UNWRITTEN)
+    verify_flags: Flags = field(default_factory=dict, metadata=UNWRITTEN)
+    prediction: PatchApplied | None = field(default=None, metadata=UNWRITTEN)  # how a predicted patch applied
+
+    @property
+    def timings(self) -> Timings:
+        """The run's timings: the work's, and the verification's."""
+        return self.work.timings.merged(self.verify_timings)
+
+    @property
+    def flags(self) -> Flags:
+        """The run's flags: the work's, then the verification's (a new mapping: set them on `work.flags`
+        or `verify_flags`)."""
+        return self.work.flags | self.verify_flags
+
+    @property
+    def capture(self) -> Capture | None:
+        """The capture of the agent's work (None: there was none, as for a predicted patch)."""
+        return self.work.capture
 
     def score(self, reward: float, reason: str | None = None, detail: str | None = None) -> None:
         """Set a verdict: reward 1 is resolved, anything else unresolved with `reason` (a vocabulary
@@ -127,9 +296,16 @@ class RunResult:
         self.reason_detail = None if resolved else detail
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["status"] = str(self.status)
-        return data
+        data = to_json(self) | {
+            "agent_result": self.work.agent_result(),
+            "timings": to_json(self.timings),
+            "flags": to_json(self.flags),
+        }
+        if self.prediction is not None:
+            data["capture"] = data["capture"] | {"prediction": to_json(self.prediction)}
+        if self.work.trial_result:
+            data["trial_result"] = f"{names.WORK_DIR}/{self.work.trial_result}"
+        return _ordered(data, RESULT_KEYS)
 
     def write(self, path: Path) -> None:
         """Write result.json atomically (a full disk leaves no partial file behind)."""
@@ -138,20 +314,32 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<result>") -> RunResult:
         try:
-            status = Status(data.get("status"))
+            Status(data.get("status"))
         except ValueError:
             raise RecordError(
                 f"{source}: status {data.get('status')!r} is not one of {', '.join(s.value for s in Status)}"
             ) from None
-        known = {f.name for f in fields(cls)}
-        missing = [k for k in ("task", "agent", "kind", "attempt") if k not in data]
-        if missing:
-            raise RecordError(f"{source}: fields {missing} are missing")
-        values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("repository", "")
-        values.setdefault("model", None)
-        values["usage"] = Usage.from_dict(values.get("usage"))
-        return cls(**(values | {"status": status}))
+        values = _common(data, source)
+        timings, flags = _object_at(values, "timings", source), _object_at(values, "flags", source)
+        capture = dict(_object_at(values, "capture", source))
+        values["timings"] = {k: v for k, v in timings.items() if k not in VERIFY_TIMINGS}
+        values["flags"] = {k: v for k, v in flags.items() if k not in VERIFY_FLAGS}
+        prediction = capture.pop("prediction", None)
+        values["capture"] = capture
+        trial = values.get("trial_result")
+        if isinstance(trial, str) and trial.startswith(f"{names.WORK_DIR}/"):
+            values["trial_result"] = trial.removeprefix(f"{names.WORK_DIR}/")
+        try:
+            result: RunResult = from_json(cls, values, source)
+            result.verify_timings = from_json(
+                Timings, {k: v for k, v in timings.items() if k in VERIFY_TIMINGS}, f"{source}: timings"
+            )
+            result.verify_flags = _flags({k: v for k, v in flags.items() if k in VERIFY_FLAGS}, source)
+            if prediction is not None:
+                result.prediction = from_json(PatchApplied, prediction, f"{source}: capture.prediction")
+        except ShapeError as exc:
+            raise RecordError(str(exc)) from None
+        return result
 
     @classmethod
     def read(cls, path: Path) -> RunResult:
@@ -173,6 +361,45 @@ class RunResult:
         base.error = str(error)[:MAX_ERROR]
         base.tries = [line for line in tries if line.strip()]
         return base
+
+
+def _ordered(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """A record's JSON object in its file's key order; a field with no place in that order is a mistake
+    of the code (a new field belongs in `RESULT_KEYS` or `WORK_KEYS` too)."""
+    unplaced = sorted(set(data) - set(keys))
+    if unplaced:
+        raise ValueError(f"record fields {unplaced} have no place in the file's key order")
+    return {k: data[k] for k in keys if k in data}
+
+
+def _object_at(values: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    """The JSON object at `name` ({} when it is missing or null)."""
+    found = values.get(name)
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise RecordError(f"{source}.{name}: expected an object, not {type(found).__name__}")
+    return found
+
+
+def _flags(data: dict[str, Any], source: str) -> Flags:
+    found: Flags = convert(Flags, data, f"{source}: flags")
+    return found
+
+
+def _common(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """What both records' readers ask of a file before its fields are read: the key's fields (an older
+    file may lack the repository and the model), and the usage (one written before records had `usage`
+    has a trial's `agent_result` only)."""
+    missing = [k for k in ("task", "agent", "kind", "attempt") if k not in data]
+    if missing:
+        raise RecordError(f"{source}: fields {missing} are missing")
+    values = {"repository": "", "model": None} | data
+    if "usage" not in values and values.get("agent_result"):
+        values["usage"] = to_json(Usage.of_trial(values["agent_result"]))
+    if not isinstance(values.get("usage"), dict):
+        values["usage"] = {}
+    return values
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -204,81 +431,58 @@ class WorkStatus(StrEnum):
     ERROR = "error"  # the harness or the engine failed on every try: there is no work to verify
 
 
-@dataclass
-class EgressSummary:
-    """The agent phase's egress record in the work record (kotlin_bench.engine.egress): how it was recorded
-    (`urls`: every request; `hosts`: the host-only proxy, no record), its requests, bytes, refused
-    requests (hosts not allowed), requests refused as retrieval (`blocked`), and the URLs the retrieval
-    rule flagged (`flags.retrieval` lists the same)."""
-
-    record: str
-    requests: int = 0
-    bytes: int = 0
-    refused: int = 0
-    blocked: int = 0
-    retrieval: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EgressSummary:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+WORK_KEYS = (
+    "task", "repository", "agent", "kind", "model", "attempt",
+    "status", "outcome", "error", "tries", "image", "image_id", "started_at", "harness_version", "code",
+    "agent_exit_code", "agent_timed_out", "agent_process_limit", "engine", "timings", "agent_result", "usage",
+    "solve_tries", "model_outage", "capture", "changed_files", "flags", "diff", "diff_sha256", "committed",
+    "patch", "trial_result", "harbor", "inputs", "egress",
+)  # fmt: skip
 
 
 @dataclass
-class WorkRecord:
-    """One solve step's work.json: what the agent did, and where its work is.
+class WorkRecord(_Keyed):
+    """One solve step's work.json: what the agent did (`work`), and where its work is.
 
     `outcome` is None when the captured diff (`diff`, beside work.json) is to be verified; otherwise it is
     the vocabulary word that ends the run without a verifier (`empty_patch`, `patch_not_applied`,
     `diff_too_large`, `work_tree_gone`, `diff_unavailable`), with `error` saying what happened.
-    `harbor` holds a Harbor trial's own verdict (`reward`, `reason`, `detail`, `error`, `verifier`)."""
+    `trial_verdict` (the file's `harbor`) holds the verdict of a kind's own trial that verified in the
+    agent's container (Harbor's)."""
 
-    task: str
-    repository: str
-    agent: str
-    kind: str
-    model: str | None
-    attempt: int
+    key: RunKey = field(metadata=FLAT)
+    _: KW_ONLY
+    work: AgentWork = field(default_factory=AgentWork, metadata=FLAT)
     status: WorkStatus = WorkStatus.DONE
     outcome: str | None = None
     error: str | None = None
     tries: list[str] = field(default_factory=list)
-    image: str | None = None
-    image_id: str | None = None
-    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    started_at: str = field(default_factory=_now)
     harness_version: str = HARNESS_VERSION
     code: str | None = None  # the commit of the code that wrote the record (kotlin_bench.core.checkout)
     agent_exit_code: int | None = None
-    agent_timed_out: bool = False
     agent_process_limit: bool = False  # a fork was refused at the container's process limit
-    engine: dict[str, Any] = field(
-        default_factory=dict
+    engine: EngineInfo = field(
+        default_factory=EngineInfo
     )  # the agent phase's engine, and what it did not limit
-    timings: dict[str, float] = field(default_factory=dict)
-    agent_result: dict[str, Any] = field(default_factory=dict)  # a Harbor trial's own `agent_result`
-    usage: Usage = field(default_factory=Usage)
-    solve_tries: int = 1
-    # a model outage the agent claimed (a script's outage file) and whether the harness saw it
-    model_outage: dict[str, Any] | None = None
-    capture: dict[str, Any] = field(default_factory=dict)
-    changed_files: list[str] = field(default_factory=list)
-    flags: dict[str, list[str]] = field(default_factory=dict)
+    # a model outage the agent claimed (a script's outage file) that the harness did not see
+    model_outage: ModelOutageClaim | None = None
     diff: str | None = None  # the patch's file name (beside work.json); None: nothing to verify
     diff_sha256: str | None = None
     # the diff of the agent's commits (beside work.json; names.COMMITTED_DIFF), when its HEAD moved
     committed: str | None = None
     patch: PatchKind = PatchKind.CAPTURED
-    trial_result: str | None = None  # a Harbor trial's result.json, relative to the work directory
-    harbor: dict[str, Any] | None = None
+    trial_verdict: TrialVerdict | None = field(default=None, metadata=json_key("harbor"))
     # sha256 of each materialized task file the agent phase read (instruction.md; the oracle's
     # fix.patch): materialization never redoes work by itself, so what changed since is named instead
     inputs: dict[str, str] = field(default_factory=dict)
-    egress: EgressSummary | None = None  # None: the agent phase had no proxy (no allowlist, or no image)
+
+    def needs_verifier(self) -> bool:
+        """Whether a verifier must look at the work: it has a patch and nothing ended the run before."""
+        return self.outcome is None and self.diff is not None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["status"], data["patch"] = str(self.status), str(self.patch)
-        return data
+        return _ordered(to_json(self) | {"agent_result": self.work.agent_result()}, WORK_KEYS)
 
     def write(self, path: Path) -> None:
         """Write work.json atomically, last of the work directory's files."""
@@ -288,24 +492,18 @@ class WorkRecord:
     def read(cls, path: Path) -> WorkRecord:
         data = _read_json(path, "work record")
         try:
-            status = WorkStatus(data.get("status"))
+            WorkStatus(data.get("status"))
         except ValueError:
             raise RecordError(f"{path}: status {data.get('status')!r} is not done or error") from None
-        missing = [k for k in ("task", "agent", "kind", "attempt") if k not in data]
-        if missing:
-            raise RecordError(f"{path}: fields {missing} are missing")
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("repository", "")
-        values.setdefault("model", None)
-        values["usage"] = Usage.from_dict(values.get("usage"))
+        values = _common(data, str(path))
         try:
-            patch = PatchKind(values.pop("patch", PatchKind.CAPTURED))
+            PatchKind(values.setdefault("patch", PatchKind.CAPTURED))
         except ValueError:
             raise RecordError(f"{path}: patch {data.get('patch')!r} is not captured or predicted") from None
-        egress = values.pop("egress", None)
-        summary = EgressSummary.from_dict(egress) if isinstance(egress, dict) else None
-        return cls(**(values | {"status": status, "patch": patch, "egress": summary}))
+        try:
+            return from_json(cls, values, str(path))
+        except ShapeError as exc:
+            raise RecordError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- results of 0.2

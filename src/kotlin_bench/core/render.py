@@ -9,9 +9,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -25,6 +26,8 @@ class Section:
 
 
 def percent(value: float) -> str:
+    import pandas as pd
+
     return "n/a" if pd.isna(value) else f"{100 * value:.1f}%"
 
 
@@ -46,12 +49,16 @@ def plural(n: int, word: str) -> str:
 
 
 def _md_cell(value: Any) -> str:
+    import pandas as pd
+
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return ""
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
+    import pandas as pd
+
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
     lines = [
         "| " + " | ".join(_md_cell(c) for c in frame.columns) + " |",

@@ -29,6 +29,7 @@ from kotlin_bench.core.record import legacy_runs
 from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dag.resources import JobResources, Sizing
 from kotlin_bench.dataset import leaderboard
+from kotlin_bench.dataset.dates import DATE_KEYS
 from kotlin_bench.dataset.materialize import MirrorSources
 from kotlin_bench.dataset.predictions import Prediction, load_predictions
 from kotlin_bench.dataset.task import Task, TaskError, discover, load_task
@@ -56,8 +57,10 @@ def _spec_entries(spec: Path) -> dict[str, str]:
         tasks = json.loads(spec.read_text(encoding="utf-8")).get("tasks") or []
     except (OSError, ValueError):
         return {}
-    return {
-        str(entry.get("id")): hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+    return {  # without the dates: materialization does not read them (dating a task redoes nothing)
+        str(entry.get("id")): hashlib.sha256(
+            json.dumps({k: v for k, v in entry.items() if k not in DATE_KEYS}, sort_keys=True).encode()
+        ).hexdigest()
         for entry in tasks
         if isinstance(entry, dict)
     }

@@ -52,3 +52,24 @@ class ErroredRuns:
             f"kotlin-bench: {result}: recorded as an error ({why}); its {step} step is redone",
             file=sys.stderr,
         )
+
+
+@dataclass
+class ForcedAgain:
+    """Forces (once per file) outputs that recorded an error of the harness, so that the next invocation
+    makes them again (the harvest's candidates recorded as errors: `kotlin_bench.dag.harvest.errored`)."""
+
+    workflow: Any
+    said: set[str] = field(default_factory=set)
+
+    def redo(self, outputs: list[str]) -> None:
+        fresh = [o for o in outputs if o not in self.said]
+        dag = getattr(self.workflow, "dag", None)
+        if not fresh or dag is None or Invocation.of(self.workflow) is Invocation.OTHER:
+            return
+        self.said.update(fresh)
+        dag.forcefiles.update(fresh)
+        print(
+            f"kotlin-bench: {fresh[0]}: recorded as an error; made again: {', '.join(fresh[1:])}",
+            file=sys.stderr,
+        )

@@ -14,7 +14,6 @@ from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code, running_package
 from kotlin_bench.core.retrieval import Facts
-from kotlin_bench.dataset.spec import load_dataset
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.disk import CONFIG_KEY, DiskNeeds, DiskSpaceError, Job, check_job
 from kotlin_bench.engine.egress import EgressPolicy
@@ -47,12 +46,21 @@ def logged(log_path: str | Path) -> Iterator[None]:
 
 def stop_on_sigterm() -> None:
     """End the script on SIGTERM (Snakemake or a CI runner stopping the job) as Ctrl-C does, so that
-    `finally` blocks remove the job's containers."""
+    `finally` blocks remove the job's containers. The second SIGTERM or Ctrl-C (a runner's SIGTERM after
+    its SIGINT, a second Ctrl-C) is said in the log and does not cut the removal short, which would leave
+    containers behind; a third interrupts it too (what is left is reaped when the run starts again)."""
+    stopping: list[int] = []
 
     def interrupted(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        if len(stopping) == 2:
+            print(f"kotlin-bench: signal {signum} again; still removing this job's containers", flush=True)
+            return
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupted)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
+        signal.signal(signal.SIGINT, interrupted)
 
 
 def workflow_root(script: Any) -> Path:
@@ -97,6 +105,8 @@ def configured_egress(
     """The rule's `egress:` (config `egress:`; a change reruns the solve steps: `block` changes results) and
     the task's facts for the retrieval rule, from the config's dataset spec (none when the spec is not
     there, e.g. a task dir added by hand)."""
+    from kotlin_bench.dataset.spec import load_dataset  # jsonschema: only the solve jobs read the spec
+
     policy = EgressPolicy.from_config(egress)
     spec_path = Path(str(config.get("spec", "")))
     if not spec_path.is_file():

@@ -155,6 +155,9 @@ def render_task_toml(dataset: Dataset, task: TaskSpec) -> str:
                         else []
                     ),
                     *([("warmup_patch", names.WARMUP_PATCH)] if task.warmup_patch else []),
+                    *([("merged_at", task.merged_at)] if task.merged_at else []),
+                    *([("merged", False)] if task.merged and task.merged_at is None else []),
+                    *([("issue_opened_at", task.issue_opened_at)] if task.issue_opened_at else []),
                 ],
             ),
             ("verifier", [("timeout_sec", limits.verifier_timeout_sec), ("network_mode", "public")]),

@@ -22,7 +22,8 @@ They come from one of two sources:
     repository's ``test_paths`` into ``test.patch`` and ``fix.patch`` (restricted to the task's
     ``fix_files``/``test_files`` where the specification knows them). ``instruction.md`` is made from the
     task's issues (GitHub REST API ``GET /repos/{owner}/{repo}/issues/{n}``, token from ``GITHUB_TOKEN``),
-    cached as ``<issues cache>/<owner>/<repo>/<n>.json``; a cache hit needs no network. A task without
+    cached as ``<issues cache>/<owner>/<repo>/<n>.json``; a cache hit needs no network (the API is read
+    through ``kotlin_bench.dataset.github``; ``GITHUB_API_URL`` names another API). A task without
     issues needs ``<instructions_dir>/<id>.md``. Expected test lists cannot be derived: they are copied
     from ``<expected_tests_dir>/<id>.json`` when present; otherwise the marker
     ``tests/.expected_tests_missing`` is written with a placeholder ``tests/expected_tests.json`` that lists
@@ -45,17 +46,17 @@ import os
 import re
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
-from kotlin_bench.core.fsutil import file_sha256, write_atomic
-from kotlin_bench.dataset.spec import PUBLISHED_FILES, Dataset, Repository, TaskSpec, split_paths
+from kotlin_bench.core.fsutil import file_sha256, write_atomic, write_if_changed
+from kotlin_bench.dataset.github import Client, GitHubError, GitHubSettings
+from kotlin_bench.dataset.globs import split_paths
+from kotlin_bench.dataset.spec import PUBLISHED_FILES, Dataset, Repository, TaskSpec
 
 PUBLISHED_URL = "https://github.com/Kotlin/kotlin-swe-bench.git"
 PUBLISHED_COMMIT = "039c4512df7bf31a86619a03e4e4fde5b311ccd5"
@@ -70,8 +71,6 @@ TASK_FILES: Mapping[str, str] = {
     "warmup.patch": names.WARMUP_PATCH,  # tasks whose warm-up applies a patch (TaskSpec.warmup_patch)
 }
 INSTRUCTION_HEADER = "# Implement the issue(s) in {owner}/{repo}:"
-
-FetchJson = Callable[[str, Mapping[str, str]], Any]
 
 
 class MaterializeError(RuntimeError):
@@ -129,17 +128,22 @@ class MirrorSources:
         """The mirror of owner/repo under `root`, built when it is not there yet."""
         dest = root / names.mirror_dir(owner, repo)
         if not (dest / "HEAD").is_file() and not (dest / ".git").exists():
-            source = root / self.source(owner, repo)
-            if not source.is_dir():
-                raise MaterializeError(f"no upstream source for {owner}/{repo} at {source}")
-            done = subprocess.run(
-                ["bash", str(root / self.builder), str(source), str(dest)], capture_output=True, text=True
-            )
-            if done.returncode != 0:
-                raise MaterializeError(
-                    f"building the mirror of {owner}/{repo} failed: {(done.stderr or done.stdout).strip()[-500:]}"
-                )
+            self.build_into(owner, repo, root, dest)
         return dest
+
+    def build_into(self, owner: str, repo: str, root: Path, dest: Path) -> str:
+        """Build the repository of owner/repo at `dest` (which must not exist); the builder's output."""
+        source = root / self.source(owner, repo)
+        if not source.is_dir():
+            raise MaterializeError(f"no upstream source for {owner}/{repo} at {source}")
+        done = subprocess.run(
+            ["bash", str(root / self.builder), str(source), str(dest)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise MaterializeError(
+                f"building the mirror of {owner}/{repo} failed: {(done.stderr or done.stdout).strip()[-500:]}"
+            )
+        return done.stdout
 
 
 def build_mirrors(
@@ -391,32 +395,17 @@ def upstream_warmup_patch(task: TaskSpec, repo: Path) -> bytes:
     return data
 
 
-def _default_fetch_json(url: str, headers: Mapping[str, str]) -> Any:
-    request = urllib.request.Request(url, headers=dict(headers))
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read().decode("utf-8"))
-
-
-def fetch_issue(
-    task: TaskSpec, number: int, source: UpstreamSource, fetch_json: FetchJson | None = None
-) -> dict[str, Any]:
+def fetch_issue(task: TaskSpec, number: int, source: UpstreamSource) -> dict[str, Any]:
     """The issue's JSON (title, body, ...), from the cache or the GitHub REST API (then cached)."""
     return fetch_github(
         f"{task.id}: issue #{number}",
         f"/repos/{task.owner}/{task.repo}/issues/{number}",
         source.issues_dir / task.owner / task.repo / f"{number}.json",
         source,
-        fetch_json,
     )
 
 
-def fetch_pull(
-    task_id: str,
-    repository: Repository,
-    number: int,
-    source: UpstreamSource,
-    fetch_json: FetchJson | None = None,
-) -> dict[str, Any]:
+def fetch_pull(task_id: str, repository: Repository, number: int, source: UpstreamSource) -> dict[str, Any]:
     """The pull request's JSON (title, body, base, ...), from the cache
     (`<issues cache>/<owner>/<repo>/pulls/<n>.json`) or the GitHub REST API (then cached)."""
     owner, repo = repository.owner, repository.repo
@@ -425,15 +414,12 @@ def fetch_pull(
         f"/repos/{owner}/{repo}/pulls/{number}",
         source.issues_dir / owner / repo / "pulls" / f"{number}.json",
         source,
-        fetch_json,
     )
 
 
-def fetch_github(
-    what: str, api_path: str, cache: Path, source: UpstreamSource, fetch_json: FetchJson | None = None
-) -> dict[str, Any]:
-    """A GitHub REST API object (it must have a title), read from `cache` or fetched and cached there;
-    errors start with `what`."""
+def fetch_github(what: str, api_path: str, cache: Path, source: UpstreamSource) -> dict[str, Any]:
+    """A GitHub REST API object (it must have a title), read from `cache` or through the API client
+    (`kotlin_bench.dataset.github`: ETags, rate limits, retries) and cached there; errors start with `what`."""
     if cache.is_file():
         try:
             return json.loads(cache.read_text(encoding="utf-8"))
@@ -441,18 +427,15 @@ def fetch_github(
             raise MaterializeError(f"{what}: unreadable cache {cache}: {exc}") from None
     if source.offline:
         raise MaterializeError(f"{what}: not in the cache {cache}, and offline")
-    url = f"{source.api_url.rstrip('/')}{api_path}"
-    headers = {"Accept": "application/vnd.github+json", "User-Agent": "kotlin-bench"}
-    if source.token:
-        headers["Authorization"] = f"Bearer {source.token}"
+    settings = GitHubSettings(
+        api_url=source.api_url, token=source.token, cache_dir=source.cache_dir / "github"
+    )
     try:
-        data = (fetch_json or _default_fetch_json)(url, headers)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise MaterializeError(
-            f"{what}: cannot fetch {url} ({exc}) and it is not in the cache {cache}"
-        ) from None
+        data = Client(settings).json(api_path, what=what)
+    except GitHubError as exc:
+        raise MaterializeError(f"{exc} (and it is not in the cache {cache})") from None
     if not isinstance(data, dict) or "title" not in data:
-        raise MaterializeError(f"{what}: unexpected answer from {url}")
+        raise MaterializeError(f"{what}: unexpected answer from {source.api_url}{api_path}")
     write_atomic(cache, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     return data
 
@@ -469,9 +452,7 @@ def format_instruction(task: TaskSpec, issues: Sequence[Mapping[str, Any]]) -> s
     return header + "\n\n" + "\n\n---\n\n".join(sections)
 
 
-def materialize_upstream(
-    task: TaskSpec, task_dir: Path, source: UpstreamSource, fetch_json: FetchJson | None = None
-) -> TaskResult:
+def materialize_upstream(task: TaskSpec, task_dir: Path, source: UpstreamSource) -> TaskResult:
     result = TaskResult(task.id, source="upstream")
     try:
         repo = open_upstream(task, source)
@@ -491,7 +472,7 @@ def materialize_upstream(
         else:
             issues = []
             for n in task.issues:
-                issue = dict(fetch_issue(task, n, source, fetch_json))
+                issue = dict(fetch_issue(task, n, source))
                 issue.setdefault("number", n)
                 issues.append(issue)
             contents["instruction.md"] = format_instruction(task, issues).encode()
@@ -537,20 +518,9 @@ MISSING_EXPECTED_PLACEHOLDER = (
 ).encode()
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    """Write a task file unless it holds `data` already: materializing again keeps what did not change
-    untouched, so that nothing downstream of an unchanged file is redone."""
-    try:
-        if path.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    write_atomic(path, data)
-
-
 def _write_task_files(task_dir: Path, contents: Mapping[str, bytes], result: TaskResult) -> None:
     for name, data in contents.items():
-        _write_if_changed(task_dir / TASK_FILES[name], data)
+        write_if_changed(task_dir / TASK_FILES[name], data)
         result.files[TASK_FILES[name]] = sha256_bytes(data)
     marker = task_dir / names.MISSING_EXPECTED_MARKER
     if "expected_tests.json" in contents:
@@ -560,7 +530,7 @@ def _write_task_files(task_dir: Path, contents: Mapping[str, bytes], result: Tas
         # The marker says why; the placeholder (an output of the DAG's materialize rule like the other
         # files) lists no test, so that a verification of it can only score 0, as `task_invalid`.
         write_atomic(marker, b"expected_tests.json could not be materialized from upstream\n")
-        _write_if_changed(task_dir / TASK_FILES["expected_tests.json"], MISSING_EXPECTED_PLACEHOLDER)
+        write_if_changed(task_dir / TASK_FILES["expected_tests.json"], MISSING_EXPECTED_PLACEHOLDER)
         result.expected_tests = False
 
 
@@ -576,7 +546,7 @@ def _write_stamp(task_dir: Path, result: TaskResult, *, origin: str, commit: str
         "expected_tests": result.expected_tests,
         "harness_version": HARNESS_VERSION,
     }
-    _write_if_changed(task_dir / names.STAMP, (json.dumps(stamp, indent=2) + "\n").encode())
+    write_if_changed(task_dir / names.STAMP, (json.dumps(stamp, indent=2) + "\n").encode())
 
 
 def read_stamp(task_dir: Path) -> dict[str, Any] | None:
@@ -658,6 +628,7 @@ def source_from_config(conf: Mapping[str, Any], source: str) -> PublishedSource 
         instructions_dir=path_opt(upstream.get("instructions_dir")),
         offline=bool(upstream.get("offline", False)),
         token=os.environ.get("GITHUB_TOKEN") or None,
+        api_url=os.environ.get("GITHUB_API_URL") or GITHUB_API,
     )
 
 
@@ -667,7 +638,6 @@ def materialize(
     source: PublishedSource | UpstreamSource,
     *,
     only: Sequence[str] | None = None,
-    fetch_json: FetchJson | None = None,
 ) -> list[TaskResult]:
     """Materialize the selected tasks (all by default); one result per task, errors included."""
     tasks = dataset.select(only)
@@ -689,5 +659,5 @@ def materialize(
                 reader = PublishedReader(source)
             results.append(materialize_published(task, task_dir, reader))
         else:
-            results.append(materialize_upstream(task, task_dir, source, fetch_json))
+            results.append(materialize_upstream(task, task_dir, source))
     return results

@@ -37,11 +37,11 @@ Fields:
   A task may override any of these keys by giving it at its top level.
 - ``repositories``: keyed ``<owner>/<name>``. ``repo_dir`` is where the clone lives in the images (the
   tasks and bases of a repository share it). ``test_paths`` are globs over repository-relative paths that
-  decide which files a pull request's diff puts in ``test.patch`` (the rest go to ``fix.patch``):
-  matched case-sensitively against the whole path, ``**/`` matches zero or more directories, ``**``
-  anything, ``*`` anything within one path segment, ``?`` one character of a segment, ``[...]`` a class.
-  ``artifacts`` (optional): where the project publishes and the coordinate patterns of its own artifacts
-  (``group``, ``group:artifact``, ``group:prefix*``; ``kotlin_bench.dataset.artifacts``).
+  decide which files a pull request's diff puts in ``test.patch`` (the rest go to ``fix.patch``;
+  their syntax: ``kotlin_bench.dataset.globs``).
+  ``artifacts`` and ``github`` (optional): where the project publishes and every name it goes by
+  (coordinates, former coordinates, plugin ids, Marketplace ids, carriers; GitHub id and former names),
+  each fact with its source (``kotlin_bench.dataset.artifacts``).
 - ``bases``: the base image variants ``kotlin-bench/<repo_key>:<tag>``; their recipes
   ``bases/<repo_key>/Dockerfile.<tag>`` are rendered from ``src/kotlin_bench/dataset/templates/base.Dockerfile``. A base
   may instead name a hand-written ``recipe`` (a Dockerfile path relative to the repository root, or
@@ -56,7 +56,11 @@ Fields:
   a task without the field was curated elsewhere (the published 106).
   ``base_version`` (optional): the project version the build declares at ``base_commit`` (null: no
   release precedes the base); ``fix_release`` (optional): the version of the first release that contains
-  the fix (null: none). Both are facts read from the upstream repository (docs/dataset.md).
+  the fix (null: none); ``fix_also_released_in`` and ``base_build`` (optional): the fix's releases on other
+  lines, and what the base's own build resolves of its project (``kotlin_bench.dataset.artifacts``).
+  All are facts read from the upstream repository (docs/dataset.md).
+  ``merged_at``, ``issue_opened_at`` (optional): the task's dates, each with its source
+  (``kotlin_bench.dataset.dates``); their values in task.toml's ``[metadata.kotlin_bench]``.
 
 Derived, not stored: ``pr_url`` = ``<url>/pull/<pr>``; ``issue_url`` = ``<url>/issues/<issues[0]>``, or
 the pull request URL when ``issues`` is empty, unless the task stores an ``issue_url`` override; the task
@@ -83,7 +87,8 @@ from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.names import image_parts
 from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
-from kotlin_bench.dataset.artifacts import Artifacts, read_artifacts
+from kotlin_bench.dataset import artifacts as stated
+from kotlin_bench.dataset.dates import Dated, date_problems
 
 SCHEMA_PATH = names.DATASET_SCHEMA
 
@@ -206,7 +211,8 @@ class Repository:
     test_paths: tuple[str, ...]
     test_env: Mapping[str, str] = field(default_factory=dict)  # exported for the test command and warm-up
     warmup: Warmup | None = None  # None: run the task's test command, failures ignored
-    artifacts: Artifacts | None = None  # None: not stated
+    artifacts: stated.Artifacts | None = None  # None: not stated
+    github: stated.GithubNames | None = None  # None: not stated (or not on GitHub)
 
     @property
     def owner(self) -> str:
@@ -267,12 +273,28 @@ class TaskSpec:
     validation: ValidationMark | None = None  # None: not added by `kotlin-bench add-task`
     base_version: str | None = None  # the version the build declares at base_commit
     fix_release: str | None = None  # the first release that contains the fix
+    fix_also_released_in: tuple[stated.Release, ...] = ()  # releases of other lines that contain the fix
+    base_build: tuple[stated.Need, ...] = ()  # what the base's own build resolves of its project
+    merged: Dated | None = None  # when the pull request was merged (value None: never); None: not known
+    issue_opened: Dated | None = None  # when its (first) issue was opened; None: not known
+
+    @property
+    def merged_at(self) -> str | None:
+        return self.merged.value if self.merged else None
+
+    @property
+    def issue_opened_at(self) -> str | None:
+        return self.issue_opened.value if self.issue_opened else None
+
+    @property
+    def fix_releases(self) -> tuple[str, ...]:
+        """Every release the fix shipped in: the first, then the other lines'."""
+        first = (self.fix_release,) if self.fix_release else ()
+        return first + tuple(r.version for r in self.fix_also_released_in)
 
     def retrieval_facts(self) -> Facts:
         """What the egress record's retrieval rule knows of the task (`kotlin_bench.core.retrieval`)."""
-        repo = self.repository
-        coordinates = tuple(str(c) for c in repo.artifacts.coordinates) if repo.artifacts else ()
-        return Facts(coordinates, self.base_version, self.fix_release, repo.url)
+        return stated.task_facts(self.repository, self)
 
     @property
     def warmup(self) -> Warmup:
@@ -360,53 +382,6 @@ class Dataset:
 
 
 # --------------------------------------------------------------------------------------------------
-# test_paths globs
-
-
-@cache
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a test_paths glob (see the module docstring) into an anchored regular expression."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def matches_any(path: str, patterns: Iterable[str]) -> bool:
-    return any(glob_to_regex(p).match(path) for p in patterns)
-
-
-def split_paths(paths: Iterable[str], test_paths: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split repository paths into (fix paths, test paths) by the test_paths globs, keeping order."""
-    fix: list[str] = []
-    test: list[str] = []
-    for path in paths:
-        (test if matches_any(path, test_paths) else fix).append(path)
-    return fix, test
-
-
-# --------------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -452,7 +427,7 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
     problems: list[str] = []
 
     defaults = _limits(data["defaults"], {})
-    artifacts = read_artifacts(data["repositories"], problems)
+    artifacts = stated.read_artifacts(data["repositories"], problems)
     repositories = {
         name: Repository(
             name=name,
@@ -464,6 +439,7 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             test_env=dict(r.get("test_env") or {}),
             warmup=Warmup.parse(r["warmup"]) if "warmup" in r else None,
             artifacts=artifacts.get(name),
+            github=stated.GithubNames.parse(r["github"]) if "github" in r else None,
         )
         for name, r in data["repositories"].items()
     }
@@ -552,8 +528,13 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             validation=ValidationMark(t["validation"]) if "validation" in t else None,
             base_version=t.get("base_version"),
             fix_release=t.get("fix_release"),
+            fix_also_released_in=stated.parse_releases(t.get("fix_also_released_in") or ()),
+            base_build=stated.parse_needs(t.get("base_build") or (), problems, f"{where}.base_build"),
+            merged=Dated.parse(t.get("merged_at")),
+            issue_opened=Dated.parse(t.get("issue_opened_at")),
         )
         problems.extend(f"{where}: {p}" for p in _task_problems(task))
+        problems.extend(f"{where}.{p}" for p in stated.need_problems(task, repo.artifacts))
         if task.id in seen_ids:
             problems.append(f"{where}.id: duplicate task id")
         seen_ids.add(task.id)
@@ -613,7 +594,7 @@ def _task_problems(task: TaskSpec) -> list[str]:
         )
     if task.warmup_patch is not None and not applied:
         problems.append(f"warmup_patch is set, but no warm-up step applies {WARMUP_PATCH_NAME}")
-    return problems
+    return problems + date_problems(task.merged, task.issue_opened)
 
 
 # --------------------------------------------------------------------------------------------------

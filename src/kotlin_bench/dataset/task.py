@@ -15,6 +15,7 @@ from typing import Any
 
 from kotlin_bench.core import names
 from kotlin_bench.core.names import image_parts
+from kotlin_bench.dataset.dates import day_of
 from kotlin_bench.scoring.expected import ExpectedError, read_expected
 
 NETWORK_MODES = ("public", "no-network", "allowlist")
@@ -79,6 +80,8 @@ class Task:
     environment: Environment
     strip_test_name_suffixes: tuple[str, ...] = ()  # the scorer's --strip-name-suffix options
     warmup_patch: str | None = None  # a materialized file the image build needs (environment/warmup.patch)
+    merged_at: str | None = None  # when the fix was merged (UTC); None: never merged, or not known
+    never_merged: bool = False  # the specification says the pull request was never merged (`merged = false`)
 
     @property
     def scorer_args(self) -> list[str]:
@@ -227,9 +230,22 @@ def load_task(path: Path, *, require_materialized: bool = True) -> Task:
         ),
         strip_test_name_suffixes=kb.str_list("strip_test_name_suffixes"),
         warmup_patch=kb.data.get("warmup_patch"),
+        merged_at=_merged_at(kb),
+        never_merged=kb.data.get("merged") is False,
     )
     _check_files(task, require_materialized)
     return task
+
+
+def _merged_at(kb: _Table) -> str | None:
+    if "merged_at" not in kb.data:
+        return None
+    value = kb.str("merged_at")
+    try:
+        day_of(value)
+    except ValueError as exc:
+        raise TaskError(kb.path, "metadata.kotlin_bench.merged_at", str(exc)) from None
+    return value
 
 
 def _check_files(task: Task, require_materialized: bool) -> None:

@@ -80,3 +80,18 @@ def task_count(pid: int, container_id: str, root: Path = ROOT, proc: Path = PROC
         return None if pids is None else int((pids / "pids.current").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def sockets(pid: int, container_id: str, proc: Path = PROC) -> str | None:
+    """The container's TCP sockets as its network namespace lists them (`/proc/<pid>/net/tcp` and `tcp6`
+    of its init, read from the host: no process started in it); None when they cannot be read here or
+    the process is not the container's (its cgroup must name the container's id)."""
+    try:
+        cgroup = (proc / str(pid) / "cgroup").read_text(encoding="utf-8")
+        if not pid or container_id[:12] not in cgroup:
+            return None
+        return "".join(
+            (proc / str(pid) / "net" / name).read_text(encoding="ascii") for name in ("tcp", "tcp6")
+        )
+    except OSError:
+        return None

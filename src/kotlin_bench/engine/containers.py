@@ -99,22 +99,29 @@ def start(
     """Start a container that idles until told what to do; `hostname` None: the engine's random one;
     `extra_hosts` lines in its /etc/hosts (name -> address, `Engine.extra_hosts`). A
     container the engine created but could not start is removed before the error goes up (it would
-    otherwise stay behind, `Created`, after the step's next try succeeds)."""
+    otherwise stay behind, `Created`, after the step's next try succeeds), and so is one whose creation
+    was interrupted (Ctrl-C, SIGTERM) after the engine had made it, found by the run's key."""
     host_cpus = os.cpu_count() or 1
     labels = {names.LABEL_RUN: run_key, **labels}
     if "pids" in engine.unlimited:
         labels[names.LABEL_NPROC] = str(pids)
-    container = engine.client.containers.create(
-        image,
-        entrypoint=KEEPALIVE,
-        labels=labels,
-        nano_cpus=int(min(cpus, host_cpus) * 1e9),
-        mem_limit=f"{memory_mb}m",
-        memswap_limit=f"{memory_mb}m",
-        pids_limit=pids,
-        hostname=hostname,
-        extra_hosts=extra_hosts or None,
-    )
+    try:
+        container = engine.client.containers.create(
+            image,
+            entrypoint=KEEPALIVE,
+            labels=labels,
+            nano_cpus=int(min(cpus, host_cpus) * 1e9),
+            mem_limit=f"{memory_mb}m",
+            memswap_limit=f"{memory_mb}m",
+            pids_limit=pids,
+            hostname=hostname,
+            extra_hosts=extra_hosts or None,
+        )
+    except BaseException:
+        # the engine may have made it before the interruption: its handle never came back
+        with contextlib.suppress(Exception):
+            reap(engine.client, run_key)
+        raise
     try:
         container.start()
         container.reload()

@@ -354,14 +354,15 @@ def proxy_files(
         "record": RECORD_IN_PROXY,
     }
     start = (
-        f"exec mitmdump -q --listen-host 0.0.0.0 -p {port} --set confdir={CONF_DIR}/ca "
+        f"exec python3 {CONF_DIR}/start.py -q --listen-host 0.0.0.0 -p {port} --set confdir={CONF_DIR}/ca "
         f"--set ssl_verify_upstream_trusted_ca={CONF_DIR}/upstream.pem --set connection_strategy=lazy "
         f"--set block_global=false -s {CONF_DIR}/addon.py\n"
     )
     files = {
         "start.sh": start.encode(),
+        "start.py": (MITM_DIR / "start.py").read_bytes(),  # mitmdump without the addons it never uses
         "addon.py": (MITM_DIR / "addon.py").read_bytes(),
-        "retrieval.py": Path(retrieval.__file__).read_bytes(),
+        **{Path(m.__file__).name: Path(m.__file__).read_bytes() for m in (retrieval, *retrieval.MODULES)},
         "policy.json": json.dumps(policy, indent=1).encode(),
         "upstream.pem": upstream or b"",
         f"ca/{names.EGRESS_CA_KEYPAIR}": (ca_dir / names.EGRESS_CA_KEYPAIR).read_bytes(),
@@ -380,6 +381,13 @@ def proxy_files(
             info.size, info.mode, info.mtime = len(data), 0o600 if "ca/" in name else 0o644, int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def put_upstream(proxy: Container, upstream: bytes) -> None:
+    """The proxy's upstream trust (the task container's bundle as it was), written after `proxy_files`
+    left it empty and the proxy started: mitmproxy reads it at its first upstream connection, which no
+    request of the phase can make before this."""
+    _put(proxy, f"{CONF_DIR}/upstream.pem", upstream)
 
 
 def copy_record(proxy: Container, dest: Path) -> None:

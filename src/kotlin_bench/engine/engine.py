@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from kotlin_bench.core.record_parts import EngineInfo
+
 if TYPE_CHECKING:
     import docker
 
@@ -233,9 +235,9 @@ class Engine:
             raise EngineError(f"podman network {self.default_network} has no IPv4 gateway for extra_hosts")
         return gateways[0]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> EngineInfo:
         """What a run records of the engine it ran on."""
-        return {"engine": self.name, "unenforced_limits": list(self.unlimited)}
+        return EngineInfo(engine=self.name, unenforced_limits=list(self.unlimited))
 
     def libpod(self, method: str, path: str, **kwargs: Any) -> Any:
         """A call of Podman's own API (`path` below /libpod) over the same connection; its JSON answer."""

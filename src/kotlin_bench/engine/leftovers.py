@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 from kotlin_bench.core import names
 from kotlin_bench.engine import leftover_images, retention
 from kotlin_bench.engine.leftover_images import ImageFacts, ImagePlan, TaskRelease
-from kotlin_bench.engine.network import PROXY_ROLE
+from kotlin_bench.engine.network import PROXY_ROLE, unfence
 
 if TYPE_CHECKING:
     import docker
+
+    from kotlin_bench.engine.engine import Engine
 
 
 class Kind(StrEnum):
@@ -352,33 +354,38 @@ def find(client: docker.DockerClient, owner: Owner, live: Live, all_images: bool
     return Findings(tuple(found + images), tuple(kept), tuple(warnings))
 
 
-def remove(client: docker.DockerClient, findings: Findings) -> list[Removal]:
-    """Remove the leftovers, in their order (containers, networks, then images children first); what
-    fails is reported, never forced past the engine's own checks (an image with a child or a container
-    stays)."""
+def remove(engine: Engine, findings: Findings) -> list[Removal]:
+    """Remove the leftovers, in their order (containers, networks with what the host holds for them,
+    then images children first); what fails is reported, never forced past the engine's own checks (an
+    image with a child or a container stays)."""
     import docker
 
     done = []
     for item in findings.leftovers:
         try:
-            also = _remove_one(client, item)
+            also = _remove_one(engine, item)
         except docker.errors.NotFound:
             also = ("it was already gone",)
         except docker.errors.APIError as exc:
             done.append(Removal(item, str(exc.explanation or exc)))
             continue
+        except RuntimeError as exc:  # the host's firewall (`network.unfence`)
+            done.append(Removal(item, str(exc)))
+            continue
         done.append(Removal(item, None, also))
     return done
 
 
-def _remove_one(client: docker.DockerClient, item: Leftover) -> tuple[str, ...]:
+def _remove_one(engine: Engine, item: Leftover) -> tuple[str, ...]:
     import docker
 
+    client = engine.client
     outcome = retention.Outcome.REMOVED
     if item.kind in (Kind.CONTAINER, Kind.PROXY):
         client.api.remove_container(item.id, force=True)
     elif item.kind is Kind.NETWORK:
         client.api.remove_network(item.id)
+        unfence(engine, item.name)  # its fence and firewall rule: nothing when it had none
     elif item.kind in (Kind.IMAGE, Kind.BUILD_CACHE):
         try:
             leftover_images.remove_image(client, item.id)

@@ -42,15 +42,18 @@ flags or refuses retrieval; its record is copied out when the phase ends. `Phase
 names the container's files a phase changed and restored (not the agent's changes).
 
 Leaving an `allowlist` phase (the `PhaseNetwork` context exits) detaches the container and removes the
-proxy and the per-run network, whatever happened. The proxy carries the label `kotlin-bench.run=<run key>`
-like the task container, so `kotlin_bench.engine.containers.reap` removes one left by a killed run; `reap_networks`
-removes the run's proxies and its network. The proxy and the network also carry `kotlin-bench.workdir=<workflow
-directory>` and `kotlin-bench.role`, so `kotlin-bench clean` tells a workspace's leftovers apart exactly.
+proxy, the fence and the per-run network, whatever happened. The proxy and the network carry the labels
+`kotlin-bench.run=<run key>`, `kotlin-bench.workdir=<workflow directory>` and `kotlin-bench.role`:
+`containers.reap` and `reap_networks` remove what a killed run left (its fence too), and `kotlin-bench
+clean` tells a workspace's leftovers apart exactly.
 
-Limitation: on Docker an internal network still routes to the host's own addresses (the bridge's gateway
-address and the host's other addresses), so a service listening on the host itself stays reachable from an
-`allowlist` phase; only a host firewall rule (INPUT from the network's bridge) would close that. Podman's
-DNS-less internal network has no gateway on the host.
+The per-run network is fenced before anything joins it (`fenced_network`, `kotlin_bench.engine.fence`):
+an internal network alone still leads to the host (Docker routes to the host's every address through the
+bridge's gateway; Podman's bridge has an IPv6 link-local address), so the host's firewall refuses what
+the network's members send anywhere but to each other, at once (TCP reset, UDP port unreachable), and
+counts it: `PhaseNetwork.around_proxy`, the work record's `egress.around_proxy` and `flags.around_proxy`.
+Rootless Podman needs no rule (nothing routes out of its internal network) and sees nothing; where the
+fence cannot be installed the phase does not start. The proxy routes nothing (`PROXY_SYSCTLS`).
 """
 
 from __future__ import annotations
@@ -59,7 +62,6 @@ import contextlib
 import fcntl
 import hashlib
 import io
-import ipaddress
 import os
 import re
 import string
@@ -68,11 +70,13 @@ import tempfile
 import time
 import types
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotlin_bench.core import names
-from kotlin_bench.engine import containers, egress, jvmproxy, podman
+from kotlin_bench.engine import cgroups, containers, egress, fence, jvmproxy, podman
+from kotlin_bench.engine.allowlist import filter_rules
 from kotlin_bench.engine.images import ImageError, image_id, stream_build, workdir_label
 
 if TYPE_CHECKING:
@@ -96,69 +100,21 @@ PROXY_READY_TIMEOUT = 20.0
 PROXY_PIDS = 512
 PROXY_MEMORY = "256m"
 RECORDING_PROXY_MEMORY = "512m"  # mitmproxy's Python; responses are streamed, never held whole
+# The proxy routes nothing: a container that addresses a frame to it cannot use it as a gateway.
+PROXY_SYSCTLS = {"net.ipv4.ip_forward": "0"}
 EMBEDDED_DNS = "nameserver 127.0.0.11\noptions ndots:0\n"
 RESOLV_CONF = "/etc/resolv.conf"
 HOSTS = "/etc/hosts"
 NO_PROXY = "localhost,127.0.0.1"
 
-_LABEL_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]")
-# What may stand for one label under a `*.` wildcard (underscores occur in real host names).
-_SUBLABEL = "[a-z0-9_-]+"
 
 
 class NetworkError(RuntimeError):
     """A phase's network could not be set up or torn down; the message says which step and why."""
 
 
-# --- allowed hosts --------------------------------------------------------------------------------
-
-
-def normalize_host(entry: str) -> str:
-    """One allowed_hosts entry, trimmed, lower-cased and without a trailing dot; ValueError if invalid."""
-    host = entry.strip().lower().rstrip(".")
-    if not host:
-        raise ValueError("allowed_hosts entries must be non-empty host names")
-    if "/" in host or ":" in host or "[" in host:
-        raise ValueError(
-            f"allowed_hosts entry {entry!r}: only host names, '*.' wildcards and IPv4 addresses are "
-            "supported (no URLs, ports, CIDR ranges or IPv6 addresses)"
-        )
-    wildcard = host.startswith("*.")
-    name = host[2:] if wildcard else host
-    if "*" in name:
-        raise ValueError(f"allowed_hosts entry {entry!r}: a wildcard must be a leading '*.'")
-    if _is_ipv4(name):
-        if wildcard:
-            raise ValueError(f"allowed_hosts entry {entry!r}: a wildcard must name a domain, not an address")
-        return host
-    if not all(_LABEL_RE.match(label) for label in name.split(".")):
-        raise ValueError(f"allowed_hosts entry {entry!r} is not a valid host name")
-    return host
-
-
-def _is_ipv4(text: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(text), ipaddress.IPv4Address)
-    except ValueError:
-        return False
-
-
-def host_pattern(entry: str) -> str:
-    """The anchored extended regular expression (POSIX ERE and Python alike) admitting `entry`."""
-    host = normalize_host(entry)
-    if host.startswith("*."):
-        return f"^({_SUBLABEL}\\.)+{re.escape(host[2:])}$"
-    return f"^{re.escape(host)}$"
-
-
-def filter_rules(allowed_hosts: Sequence[str]) -> str:
-    """The proxy's filter file: one anchored rule per distinct entry (none at all: nothing is admitted)."""
-    if isinstance(allowed_hosts, str):
-        raise TypeError("allowed_hosts must be a sequence of host names, not one string")
-    rules = dict.fromkeys(host_pattern(h) for h in allowed_hosts)
-    header = "# kotlin-bench egress filter: anchored ERE, one allowed host (or *. wildcard) per rule\n"
-    return header + "".join(f"{rule}\n" for rule in rules)
+# --- a phase's environment -----------------------------------------------------------------------
 
 
 def proxy_env() -> dict[str, str]:
@@ -223,9 +179,20 @@ def reap_networks(engine: Engine, run_key: str) -> int:
         with contextlib.suppress(docker.errors.NotFound):
             _remove_network(engine, network)
             removed += 1
-    if engine.podman:
+    if removed:
+        unfence(engine, name)  # a fence is removed before its network: none is left without one
+    elif engine.podman:
         podman.drop_forward_rule(engine, name)
     return removed
+
+
+def unfence(engine: Engine, name: str) -> None:
+    """Remove what the host holds for one of our networks besides the network itself: its fence
+    (`kotlin_bench.engine.fence`) and, on rootful Podman, its forwarding rule (none is fine)."""
+    tags = () if os.geteuid() == 0 else (proxy_image_tag(), egress.image_tag())
+    fence.drop(engine, name, next((tag for tag in tags if image_id(engine.client, tag)), None))
+    if engine.podman:
+        podman.drop_forward_rule(engine, name)
 
 
 def _remove_network(engine: Engine, network: Network) -> None:
@@ -287,6 +254,7 @@ class PhaseNetwork:
         self.mode = mode
         self.env: dict[str, str] = env or {}
         self.network: Network | None = None
+        self.fence: fence.Fence | None = None  # the network's fence (`kotlin_bench.engine.fence`)
         self.proxy: Container | None = None
         self.log_path: Path | None = None
         self.egress: egress.EgressSetup | None = None  # a recorded phase (`egress: {record: urls}`)
@@ -318,6 +286,11 @@ class PhaseNetwork:
         restored file still shows in the engine's change list)."""
         jdks = [saved.path for saved in self._jdks]
         return (*jdks, *(self._trust.paths if self._trust else ()))
+
+    @property
+    def around_proxy(self) -> fence.Refused | None:
+        """What the fence refused during the phase, once it is closed (None: nothing could be seen)."""
+        return self.fence.refused if self.fence is not None else None
 
     def proxy_log(self) -> str:
         """What the proxy logged so far (requests and refusals); empty when there is no proxy."""
@@ -367,7 +340,10 @@ class PhaseNetwork:
             if self.log_path is not None:
                 step("saving the proxy log", self._save_log)
             step("removing the proxy", lambda: proxy.remove(force=True))
-        if network is not None:
+        wall = self.fence
+        if network is not None and wall is not None:
+            step("removing the fence and the network", lambda: close_fenced(self.engine, network, wall))
+        elif network is not None:
             step("removing the network", lambda: _remove_network(self.engine, network))
         if problems:
             raise NetworkError("tearing down the allowlist network failed: " + "; ".join(problems))
@@ -447,6 +423,27 @@ def enter_phase(
 def _enter_allowlist(
     phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
 ) -> None:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The JDKs' net.properties are pointed at the proxy meanwhile (a `find /` and a few execs): they
+        # need only the container, and none of the phase's processes starts before this returns.
+        jdks = pool.submit(jvmproxy.configure, phase.container, PROXY_ALIAS, PROXY_PORT)
+        try:
+            _start_proxy(phase, rules, run_key, egress_network, ports)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                phase._jdks = jdks.result()  # what it changed, `close` restores
+            raise
+        phase._jdks = jdks.result()
+    if phase.egress is not None:  # mitmproxy's start-up (a second of imports) overlaps everything above
+        _wait_listening(phase.proxy)
+    phase.env = proxy_env() | (egress.ca_env() if phase.egress is not None else {})
+
+
+def _start_proxy(
+    phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
+) -> None:
+    """The per-run network and its proxy, the task container joined to it (its trust in the recording
+    proxy's CA installed while the proxy starts up)."""
     engine = phase.engine
     client = engine.client
     recorded = phase.egress is not None
@@ -454,16 +451,14 @@ def _enter_allowlist(
     container = phase.container
     labels = {names.LABEL_RUN: run_key, **workdir_label()}
     reap_networks(engine, run_key)
-    phase.network = internal_network(
-        engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}
+    phase.network, phase.fence = fenced_network(
+        engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}, helper=image
     )
-    phase.network.reload()
-    subnets = [c["Subnet"] for c in phase.network.attrs["IPAM"]["Config"] if c.get("Subnet")]
-    if not subnets:
-        raise NetworkError(f"network {phase.network.name} has no subnet")
+    subnets, _ = fence.addresses_of(phase.network.attrs)
     if phase.egress is not None:
-        phase._trust = egress.install(container, phase.egress.ca_dir)
-        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, phase._trust.upstream)
+        # the upstream trust (the container's bundle) follows once the proxy runs: mitmproxy reads it at
+        # its first upstream connection, and its start-up (seconds of imports) overlaps the trust's install
+        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, b"")
     else:
         files = _proxy_files(rules, subnets, ports)
     memory = RECORDING_PROXY_MEMORY if recorded else PROXY_MEMORY
@@ -478,21 +473,21 @@ def _enter_allowlist(
         mem_limit=memory,
         memswap_limit=memory,
         pids_limit=PROXY_PIDS,
+        sysctls=PROXY_SYSCTLS,
         extra_hosts=engine.extra_hosts() or None,  # config extra_hosts: the stand-ins the phase may reach
     )
     phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", files)
     phase.proxy.start()
-    if not recorded:
+    if phase.egress is not None:
+        phase._trust = egress.install(container, phase.egress.ca_dir)
+        egress.put_upstream(phase.proxy, phase._trust.upstream)
+    else:
         _wait_listening(phase.proxy)
     if not engine.podman:
         phase._resolv_conf = _read_file(container, RESOLV_CONF)
     phase.network.connect(container)
     _pin_proxy(phase)
-    phase._jdks = jvmproxy.configure(container, PROXY_ALIAS, PROXY_PORT)
-    if recorded:  # mitmproxy's start-up (a second or two of imports) overlaps the steps above
-        _wait_listening(phase.proxy)
-    phase.env = proxy_env() | (egress.ca_env() if recorded else {})
 
 
 def _rules(filter_text: str) -> list[str]:
@@ -500,13 +495,40 @@ def _rules(filter_text: str) -> list[str]:
     return [line for line in filter_text.splitlines() if line and not line.startswith("#")]
 
 
+def fenced_network(
+    engine: Engine, name: str, labels: dict[str, str], *, helper: str | None = None
+) -> tuple[Network, fence.Fence]:
+    """A new internal network for an allowlist phase, fenced before anything joins it: its members reach
+    each other and nothing else (`kotlin_bench.engine.fence`; `helper`: an image of ours for the fence's
+    helper container, used when this process is not root). Leaving: `close_fenced`. `fence.FenceError`
+    (one line) where the network cannot be fenced: the phase does not start unfenced."""
+    network = internal_network(engine, name, labels)
+    try:
+        network.reload()
+        return network, fence.install(engine, name, network.attrs, helper=helper)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            _remove_network(engine, network)
+        raise
+
+
+def close_fenced(engine: Engine, network: Network, wall: fence.Fence) -> fence.Refused | None:
+    """Read and remove a `fenced_network`'s fence, then remove the network (nothing may be attached);
+    returns what the fence refused (None: nothing could be seen)."""
+    refused = wall.close()
+    _remove_network(engine, network)
+    return refused
+
+
 def internal_network(engine: Engine, name: str, labels: dict[str, str], dns: bool = False) -> Network:
-    """A new internal network (no route out) whose members reach each other. On Docker its embedded DNS
-    always serves the network's names; on Podman only with `dns` (see `kotlin_bench.engine.podman`)."""
+    """A new internal network (no route out) whose members reach each other, on a bridge of ours
+    (`podman.bridge_name`). On Docker its embedded DNS always serves the network's names; on Podman only
+    with `dns` (see `kotlin_bench.engine.podman`). Not fenced: see `fenced_network`."""
     if engine.podman:
         return podman.internal_network(engine, name, labels, dns=dns)
+    options = {"com.docker.network.bridge.name": podman.bridge_name(name)}
     return engine.client.networks.create(
-        name, driver="bridge", internal=True, check_duplicate=True, labels=labels
+        name, driver="bridge", internal=True, check_duplicate=True, labels=labels, options=options
     )
 
 
@@ -612,12 +634,13 @@ def _wait_listening(proxy: Container) -> None:
         if proxy.status != "running":
             log = proxy.logs().decode("utf-8", "replace")[-2000:]
             raise NetworkError(f"the egress proxy stopped ({proxy.status}): {log}")
-        result = proxy.exec_run(["cat", "/proc/net/tcp", "/proc/net/tcp6"])
-        listening = [
-            line
-            for line in result.output.decode("ascii", "replace").splitlines()
-            if port in line and line.split()[3] == "0A"
-        ]
+        # read from the host where it can be (no process started in the proxy while it starts up)
+        table = cgroups.sockets(int(proxy.attrs["State"].get("Pid") or 0), proxy.id)
+        if table is None:
+            table = proxy.exec_run(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).output.decode(
+                "ascii", "replace"
+            )
+        listening = [line for line in table.splitlines() if port in line and line.split()[3] == "0A"]
         if listening:
             return
         if time.monotonic() > deadline:

@@ -100,17 +100,22 @@ class PhaseContainer:
                 flush=True,
             )
         limits = self.limits
-        self._container = containers.start(
-            self.engine,
-            self.image,
-            self.key,
-            self.labels,
-            limits.cpus,
-            limits.memory_mb,
-            limits.pids,
-            hostname=self.hostname,
-            extra_hosts=self.extra_hosts(),
-        )
+        try:
+            self._container = containers.start(
+                self.engine,
+                self.image,
+                self.key,
+                self.labels,
+                limits.cpus,
+                limits.memory_mb,
+                limits.pids,
+                hostname=self.hostname,
+                extra_hosts=self.extra_hosts(),
+            )
+        except BaseException:  # `__exit__` is not called when `__enter__` raises (Ctrl-C, SIGTERM)
+            with contextlib.suppress(Exception):  # the error on its way out is the one to see
+                network.reap_networks(self.engine, self.key)
+            raise
         return self
 
     def extra_hosts(self) -> dict[str, str]:

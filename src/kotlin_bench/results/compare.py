@@ -25,10 +25,11 @@ import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 from kotlin_bench.core.fsutil import atomic_path
 from kotlin_bench.core.record import Status
@@ -112,6 +113,8 @@ def paired_bootstrap(
     a: np.ndarray, b: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float, float]:
     """95% percentile interval of mean(a - b) with the pairs resampled with replacement."""
+    import numpy as np
+
     diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if diffs.size == 0:
         return math.nan, math.nan
@@ -125,6 +128,8 @@ def paired_bootstrap(
 
 def solved(summary: pd.DataFrame, agent: str) -> pd.DataFrame:
     """task x attempt -> 1.0 (resolved) or 0.0 (unresolved or error) for one agent."""
+    import pandas as pd
+
     runs = summary[summary["agent"] == agent]
     values = (runs["status"] == Status.RESOLVED).astype(float)
     frame = pd.DataFrame({"task": runs["task"], "attempt": runs["attempt"].astype(int), "solved": values})
@@ -168,6 +173,8 @@ def compare_over_attempts(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, st
 def compare(summary: pd.DataFrame, agent_a: str, agent_b: str) -> list[Comparison]:
     """agent_a against agent_b: one comparison per attempt both ran, then over attempts (when either ran
     more than one), each on the tasks both ran."""
+    import pandas as pd
+
     known = sorted(set(summary["agent"]))
     for agent in (agent_a, agent_b):
         if agent not in known:
@@ -194,6 +201,8 @@ def all_pairs(summary: pd.DataFrame) -> list[Comparison]:
 
 
 def comparisons_frame(found: list[Comparison]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame([c.row() for c in found], columns=COLUMNS)
 
 
@@ -203,6 +212,8 @@ def write_comparisons(found: list[Comparison], path: Path) -> None:
 
 
 def read_comparisons(path: Path) -> list[Comparison]:
+    import pandas as pd
+
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"agent_a": str, "agent_b": str})
     found = []
     for record in frame.to_dict("records"):
@@ -235,6 +246,8 @@ def _some(tasks: list[str], limit: int) -> str:
 
 def display_comparisons(found: list[Comparison], limit: int = 5) -> pd.DataFrame:
     """The comparison table of summary.md and the results site."""
+    import pandas as pd
+
     rows = [
         {
             "a vs b": f"{c.agent_a} vs {c.agent_b}",

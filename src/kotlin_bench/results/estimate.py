@@ -58,7 +58,7 @@ def estimate(results: Path, agent: dict[str, Any], tasks: list[str], attempts: i
             finished.append(RunResult.read(path))
         except RecordError:
             continue
-    used = [r.usage for r in finished if r.usage.reported()]
+    used = [r.work.usage for r in finished if r.work.usage.reported()]
     tokens = [(u.input_tokens or 0) + (u.output_tokens or 0) for u in used]
     costs = [u.cost_usd for u in used if u.cost_usd is not None]
     return AgentEstimate(

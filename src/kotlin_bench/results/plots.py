@@ -3,13 +3,17 @@
 - `rate_chart`: overall resolve rate per agent, with its 95% bootstrap interval and counts;
 - `repository_chart`: resolve rate per repository, one bar per agent, `resolved/total` on each bar;
 - `outcome_chart`: a task x run grid coloured by outcome: resolved, the class of the agent's unresolved
-  outcome, infrastructure, not run (the one colour vocabulary of `kotlin_bench.results.outcomes`).
+  outcome, infrastructure, not run (the one colour vocabulary of `kotlin_bench.results.outcomes`);
+- `quarter_chart`: resolve rate by the quarter the tasks' fixes were merged, one line per agent, its training
+  cutoff marked (`kotlin_bench.results.cutoff.quarter_rates`).
 
 The HTML report that embeds them is `kotlin_bench.core.render.render_html`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +26,7 @@ from matplotlib.ticker import PercentFormatter
 
 from kotlin_bench.core.fsutil import atomic_path
 from kotlin_bench.core.render import agent_label, plural
+from kotlin_bench.dataset.dates import quarter_of, quarters_between
 from kotlin_bench.results.outcomes import COLOURS, LABELS, NOT_RUN, ORDER, is_agent_outcome, outcome_of
 
 OUTCOMES = ORDER
@@ -142,4 +147,52 @@ def outcome_chart(summary: pd.DataFrame, path: Path) -> None:
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="outcome")
     ax.set_title("Outcome per task and run", pad=28)
+    _save(figure, path)
+
+
+def _quarter_position(day: date, quarters: list[str]) -> float | None:
+    """Where a day falls on the quarter axis (quarter k spans k - 0.5 .. k + 0.5); None: off the axis."""
+    quarter = quarter_of(day)
+    if quarter not in quarters:
+        return None
+    start = date(day.year, 3 * ((day.month - 1) // 3) + 1, 1)
+    return quarters.index(quarter) - 0.5 + min(1.0, (day - start).days / 91.0)
+
+
+def quarter_chart(quarters: pd.DataFrame, cutoffs: Mapping[str, str], path: Path) -> None:
+    """Lines: resolve rate per merge quarter of the tasks, one line per agent (first attempts; the number
+    of tasks on each point), each agent's training cutoff a dashed line of its colour."""
+    present = sorted(set(quarters["quarter"]))
+    axis = quarters_between(present[0], present[-1]) if present else []  # quarters without tasks too
+    agents = sorted(set(quarters["agent"]))
+    figure = Figure(figsize=(max(6.0, 1.5 + 0.55 * len(axis)), 4.4))
+    ax = figure.add_subplot()
+    for i, agent in enumerate(agents):
+        colour = BAR_COLOURS[i % len(BAR_COLOURS)]
+        rows = quarters[quarters["agent"] == agent]
+        x = [axis.index(q) for q in rows["quarter"]]
+        ax.plot(x, rows["rate"], marker="o", color=colour, label=agent)
+        for xi, rate, tasks in zip(x, rows["rate"], rows["tasks"], strict=True):
+            ax.annotate(
+                str(tasks), (xi, rate), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7
+            )
+        position = _quarter_position(date.fromisoformat(cutoffs[agent]), axis) if agent in cutoffs else None
+        if position is not None:
+            ax.axvline(position, color=colour, linestyle="--", linewidth=1.2)
+            ax.text(
+                position, 1.12, f"{agent} cutoff", color=colour, rotation=90, va="top", ha="right", fontsize=7
+            )
+    if not axis:
+        ax.text(
+            0.5, 0.5, "no run of a task with a merge date", ha="center", va="center", transform=ax.transAxes
+        )
+    rotate = len(axis) > 8
+    ax.set_xticks(range(len(axis)), axis, rotation=45 if rotate else 0, ha="right" if rotate else "center")
+    ax.set_ylim(-0.02, 1.15)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("quarter the task's fix was merged (UTC)")
+    ax.set_ylabel("resolve rate (first attempts)")
+    ax.set_title("Resolve rate by merge quarter (tasks on each point; dashed: training cutoff)")
+    if agents:
+        ax.legend(title="agent", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     _save(figure, path)

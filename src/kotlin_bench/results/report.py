@@ -5,15 +5,18 @@ word with its text), and the errors with the command that reruns them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import Status
 from kotlin_bench.core.render import Section, agent_label, percent, plural
-from kotlin_bench.engine.retention import ImageRow, ImageState
 from kotlin_bench.engine.disk import human
+from kotlin_bench.engine.retention import ImageRow, ImageState
 from kotlin_bench.results.compare import Comparison, display_comparisons
+from kotlin_bench.results.cutoff import CutoffGap, cutoff_section
 from kotlin_bench.scoring.reasons import REASON_TEXT, Reason
 
 RERUN = "kotlin-bench errors --delete && snakemake --cores all"  # redoes exactly the failed steps
@@ -69,6 +72,8 @@ def error_note(errors: pd.DataFrame) -> str:
 
 def display_rates(table: pd.DataFrame) -> pd.DataFrame:
     """The rates table for people: `3/4`, percentages, the interval, pass@k."""
+    import pandas as pd
+
     shown = pd.DataFrame({"agent": table["agent"], "model": table["model"].replace("", "-")})
     if "repository" in table:
         shown["repository"] = table["repository"]
@@ -99,6 +104,8 @@ WILSON_HEADER = "95% CI (Wilson score, n = tasks)"
 
 
 def tokens(value: float) -> str:
+    import pandas as pd
+
     if pd.isna(value):
         return "-"
     for scale, unit in ((1e6, "M"), (1e3, "k")):
@@ -108,17 +115,23 @@ def tokens(value: float) -> str:
 
 
 def tokens_pair(input_tokens: float, output_tokens: float) -> str:
+    import pandas as pd
+
     if pd.isna(input_tokens) and pd.isna(output_tokens):
         return "-"
     return f"{tokens(input_tokens)} / {tokens(output_tokens)}"
 
 
 def money(value: float) -> str:
+    import pandas as pd
+
     return "-" if pd.isna(value) else f"${value:,.2f}"
 
 
 def duration(seconds: float) -> str:
     """`0.1 s`, `12.3 s`, `4m 05s`, `2h 03m`."""
+    import pandas as pd
+
     if pd.isna(seconds):
         return "-"
     if seconds < 60:
@@ -130,6 +143,8 @@ def duration(seconds: float) -> str:
 
 def reason_counts(summary: pd.DataFrame, max_tasks: int = 5) -> pd.DataFrame:
     """Non-resolved runs per (agent, reason), with a few of their tasks and what the reason means."""
+    import pandas as pd
+
     failed = summary[summary["status"] != Status.RESOLVED]
     rows = [
         {
@@ -158,6 +173,8 @@ def _some(items: list[str], limit: int) -> str:
 
 
 def error_table(errors: pd.DataFrame, width: int = 160) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "agent": errors["agent"],
@@ -195,13 +212,18 @@ def report_sections(
     verdicts: Sequence[str] = (),
     comparisons: Sequence[Comparison] = (),
     images: Sequence[ImageRow] = (),
+    *,
+    cutoffs: Sequence[CutoffGap] = (),
 ) -> list[Section]:
-    """The parts of summary.md and report.html, headline first."""
+    """The parts of summary.md and report.html, headline first (the agents' cutoff gaps after the rates)."""
     sections = [
         Section("Headline", headlines(summary, overall)),
         Section("Resolve rate per agent", [RATE_NOTE], table=display_rates(overall)),
         Section("Resolve rate per repository", table=display_rates(by_repository)),
     ]
+    gap = cutoff_section(cutoffs)
+    if gap is not None:
+        sections.append(gap)
     if comparisons:
         sections.append(
             Section(
@@ -242,6 +264,8 @@ def _size_text(size: int | None) -> str:
 def image_section(images: Sequence[ImageRow]) -> Section:
     """The task images: size (layers shared with the base included), build time, and whether the engine
     still holds each (`images: {keep: bases}` releases them), for planning the disk of a larger run."""
+    import pandas as pd
+
     sizes = [row.size for row in images if row.size is not None]
     own = [row.layers for row in images if row.layers is not None]
     held = [row.layers or 0 for row in images if row.state is ImageState.PRESENT]

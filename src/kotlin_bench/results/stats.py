@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench.core.record import Status
 from kotlin_bench.results.summary import one_identity
@@ -34,6 +34,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def mean_pass_at_k(runs: Sequence[int], resolved: Sequence[int], k: int) -> float:
     """pass@k averaged over the tasks with at least k attempts (NaN when there are none)."""
+    import numpy as np
+
     values = [pass_at_k(int(n), int(c), k) for n, c in zip(runs, resolved, strict=True) if n >= k]
     return float(np.mean(values)) if values else math.nan
 
@@ -46,6 +48,8 @@ def bootstrap_interval(
     level: float = 0.95,
 ) -> tuple[float, float]:
     """Percentile interval of sum(resolved) / sum(runs) with tasks (the pairs) resampled with replacement."""
+    import numpy as np
+
     hits, counts = np.asarray(resolved, dtype=float), np.asarray(runs, dtype=float)
     if hits.size == 0:
         return math.nan, math.nan
@@ -99,6 +103,9 @@ USAGE_COLUMNS = ("input_tokens", "cache_tokens", "output_tokens", "cost_usd", "a
 
 def _usage(group: pd.DataFrame) -> dict[str, Any]:
     """Totals of the usage columns (missing where no run reports them) and the mean agent time per run."""
+    import numpy as np
+    import pandas as pd
+
     row: dict[str, Any] = {}
     for column in USAGE_COLUMNS:
         values = pd.to_numeric(group[column], errors="coerce").dropna() if column in group else pd.Series()
@@ -154,6 +161,8 @@ def rates(
     seed: int = BOOTSTRAP_SEED,
 ) -> pd.DataFrame:
     """One row per group: counts, both rates, the bootstrap interval and (attempts > 1) pass@1..pass@max."""
+    import pandas as pd
+
     keys = list(by)
     frame = one_identity(summary)
     frame = frame.assign(model=frame["model"].astype(object).fillna(""))
@@ -168,7 +177,15 @@ def rates(
 
 def _rate_columns(max_k: int) -> list[str]:
     base = ["tasks", "total", "resolved", "unresolved", "errors", "resolve_rate"]
-    base += ["resolve_rate_excl_errors", "retrieval_flagged", "resolve_rate_without_retrieval", "ci95_low", "ci95_high", "wilson_low", "wilson_high"]
+    base += [
+        "resolve_rate_excl_errors",
+        "retrieval_flagged",
+        "resolve_rate_without_retrieval",
+        "ci95_low",
+        "ci95_high",
+        "wilson_low",
+        "wilson_high",
+    ]
     base += [f"{c}_total" for c in USAGE_COLUMNS] + ["agent_sec_mean"]
     return base + ([f"pass@{k}" for k in range(1, max_k + 1)] if max_k > 1 else [])
 
@@ -179,5 +196,7 @@ def rates_by_repository(summary: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
 
 def read_rates(path: Path) -> pd.DataFrame:
     """Read rates.csv or rates_by_repository.csv back (no model: an empty string)."""
+    import pandas as pd
+
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"agent": str, "repository": str})
     return frame.assign(model=frame["model"].astype(object).fillna("").astype(str))

@@ -1,6 +1,8 @@
 """`results/summary.csv`: one tidy row per run, typed by `SUMMARY_SCHEMA`, and reading it back.
 
-Each row is a function of one run record (`kotlin_bench.core.record.RunResult`) alone: a row that is not
+Each row is a function of one run record (`kotlin_bench.core.record.RunResult`) alone, but for the task's
+own date, `merged_at` (when its fix was merged, UTC; empty: never merged or not known), read from the task's
+task.toml (rendered from the dataset specification): a row that is not
 resolved has the `reason` the run was classified with when it was scored (a word of
 `kotlin_bench.scoring.reasons.Reason`) and its raw codes in `reason_detail`.
 """
@@ -9,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench.core.fsutil import atomic_path
 from kotlin_bench.core.record import RunResult, Status
+from kotlin_bench.core.record_parts import Flag, VerifierReport
+from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.scoring.expected import CATEGORIES
 
 STATUSES = tuple(s.value for s in Status)
@@ -22,6 +27,7 @@ STATUSES = tuple(s.value for s in Status)
 SUMMARY_SCHEMA: dict[str, str] = {
     "task": "string",
     "repository": "string",
+    "merged_at": "string",
     "agent": "string",
     "kind": "string",
     "model": "string",
@@ -46,6 +52,7 @@ SUMMARY_SCHEMA: dict[str, str] = {
     "egress_requests": "Int64",
     "egress_bytes": "Int64",
     "egress_refused": "Int64",
+    "around_proxy": "Int64",
     "failed_step": "string",
     "repeats": "Int64",
     "verdict_flaky": "boolean",
@@ -63,22 +70,19 @@ SUMMARY_COLUMNS = list(SUMMARY_SCHEMA)
 MAX_FLIPPED = 400
 
 
-def _category_counts(verifier: dict[str, Any]) -> dict[str, int | None]:
-    categories = verifier.get("categories") or {}
+def _category_counts(verifier: VerifierReport) -> dict[str, int | None]:
     row: dict[str, int | None] = {}
     for cat in CATEGORIES:
-        counts = categories.get(cat) or {}
-        expected, landed = counts.get("expected"), counts.get("landed")
-        row[f"{cat}_expected"] = expected
-        row[f"{cat}_landed"] = landed
-        row[f"{cat}_missing"] = expected - landed if expected is not None and landed is not None else None
+        counts = verifier.category(cat)
+        row[f"{cat}_expected"] = counts.expected
+        row[f"{cat}_landed"] = counts.landed
+        row[f"{cat}_missing"] = counts.missed()
     return row
 
 
 def not_passed(result: RunResult) -> set[str]:
     """The expected tests a verification did not see pass (every category's `missing`)."""
-    categories = result.verifier.get("categories") or {}
-    return {test for cat in CATEGORIES for test in (categories.get(cat) or {}).get("missing") or []}
+    return {test for cat in CATEGORIES for test in result.verifier.category(cat).missing or []}
 
 
 def repeat_columns(result: RunResult, repeats: Sequence[RunResult]) -> dict[str, Any]:
@@ -101,22 +105,23 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
     """Flatten one run record (its verdict, repeat 1) and its repeated verifications into a summary row:
     a function of those result.json files alone."""
     timings = result.timings
-    usage = result.usage
+    usage = result.work.usage
     record = result.to_dict()
     row = {col: record.get(col) for col in SUMMARY_COLUMNS}
     row.update(_category_counts(result.verifier))
     row.update({key: timings.get(key) for key in ("agent_sec", "verifier_sec", "total_sec")})
-    if row["total_sec"] is None and timings:  # Harbor's trials time their phases only
-        row["total_sec"] = round(sum(float(v) for v in timings.values() if v is not None), 2)
+    phases = [float(v) for _, v in timings.items() if v is not None]
+    if row["total_sec"] is None and phases:  # a record of phases only (a trial's, before verify_sec)
+        row["total_sec"] = round(sum(phases), 2)
     row.update(
         input_tokens=usage.input_tokens,
         cache_tokens=usage.cache_tokens,
         output_tokens=usage.output_tokens,
         cost_usd=usage.cost_usd,
         model_calls=usage.model_calls,
-        solve_tries=result.solve_tries,
-        fresh_reward=(result.fresh_verdict or {}).get("reward"),
-        verdicts_disagree=bool(result.flags.get("verdicts")) if result.fresh_verdict else None,
+        solve_tries=result.work.solve_tries,
+        fresh_reward=result.fresh_verdict.reward if result.fresh_verdict else None,
+        verdicts_disagree=bool(result.flags.get(Flag.VERDICTS)) if result.fresh_verdict else None,
     )
     row.update(repeat_columns(result, repeats))
     row.update(egress_columns(result))
@@ -124,18 +129,21 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
 
 
 def egress_columns(result: RunResult) -> dict[str, Any]:
-    """The agent phase's egress record (`kotlin_bench.engine.egress`): whether a request was flagged as
-    retrieval, and its requests, bytes and refused requests; empty where nothing was recorded (no
-    allowlist proxy, or `egress: {record: hosts}`)."""
-    egress = result.egress or {}
-    if egress.get("record") != "urls":
-        return dict.fromkeys(("retrieval", "egress_requests", "egress_bytes", "egress_refused"))
+    """The agent phase's egress record (`kotlin_bench.engine.egress`): whether the run is flagged (a
+    request flagged as retrieval, or a connection attempt around the proxy), its requests, bytes and
+    refused requests, empty where nothing was recorded (no allowlist proxy, or `egress: {record:
+    hosts}`); and the attempts around the proxy its network's fence refused, empty where none could be
+    seen (`kotlin_bench.engine.fence`)."""
+    egress = result.work.egress
+    around = {"around_proxy": egress.around_proxy if egress is not None else None}
+    if egress is None or not egress.recorded_urls():
+        return dict.fromkeys(("retrieval", "egress_requests", "egress_bytes", "egress_refused")) | around
     return {
-        "retrieval": bool(result.flags.get("retrieval")),
-        "egress_requests": egress.get("requests"),
-        "egress_bytes": egress.get("bytes"),
-        "egress_refused": egress.get("refused"),
-    }
+        "retrieval": bool(result.flags.get(Flag.RETRIEVAL) or result.flags.get(Flag.AROUND_PROXY)),
+        "egress_requests": egress.requests,
+        "egress_bytes": egress.bytes,
+        "egress_refused": egress.refused,
+    } | around
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -158,21 +166,43 @@ def one_identity(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def summarize(result_paths: Iterable[Path], repeat_paths: Iterable[Path] = ()) -> pd.DataFrame:
+def merge_dates(tasks_dir: Path, task_ids: Iterable[str]) -> dict[str, str | None]:
+    """Each task's `merged_at` from its task.toml (None: never merged, not known, or no task directory)."""
+    dates: dict[str, str | None] = {}
+    for task_id in sorted(set(task_ids)):
+        try:
+            dates[task_id] = load_task(tasks_dir / task_id, require_materialized=False).merged_at
+        except TaskError:
+            dates[task_id] = None
+    return dates
+
+
+def summarize(
+    result_paths: Iterable[Path], repeat_paths: Iterable[Path] = (), *, tasks_dir: Path | None = None
+) -> pd.DataFrame:
     """One row per run (its verdict, repeat 1), with what its repeated verifications say, typed by
-    SUMMARY_SCHEMA, sorted by agent, task, attempt."""
+    SUMMARY_SCHEMA, sorted by agent, task, attempt; `merged_at` from the task directories under
+    `tasks_dir` (empty without it)."""
+    import pandas as pd
+
     repeats: dict[tuple[str, str, int], list[RunResult]] = {}
     for path in repeat_paths:
         result = RunResult.read(Path(path))
         repeats.setdefault((result.agent, result.task, result.attempt), []).append(result)
     verdicts = [RunResult.read(Path(p)) for p in result_paths]
     rows = [summary_row(r, repeats.get((r.agent, r.task, r.attempt), ())) for r in verdicts]
+    if tasks_dir is not None:
+        dates = merge_dates(tasks_dir, (r.task for r in verdicts))
+        for row in rows:
+            row["merged_at"] = dates[row["task"]]
     frame = one_identity(_typed(pd.DataFrame(rows, columns=SUMMARY_COLUMNS)))
     return frame.sort_values(["agent", "task", "attempt"], ignore_index=True)
 
 
 def read_summary(path: Path) -> pd.DataFrame:
     """Read summary.csv back with its schema (an empty cell is missing, whatever the column)."""
+    import pandas as pd
+
     frame = pd.read_csv(path, dtype=SUMMARY_SCHEMA, keep_default_na=False, na_values=[""])
     missing = [c for c in SUMMARY_COLUMNS if c not in frame.columns]
     if missing:

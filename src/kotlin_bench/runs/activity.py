@@ -3,7 +3,8 @@ and Snakemake's own lock (live, or stale after a `kill -9`).
 
 - Processes (this machine's, from /proc): those whose working directory is the workflow directory (or
   below it) and whose command line is Snakemake's (`snakemake ...`, `python -m snakemake ...`), a job's
-  script (`.snakemake/scripts/...`: what a job orphaned by a killed Snakemake still runs), or Harbor's.
+  script (`.snakemake/scripts/...`: what a job orphaned by a killed Snakemake still runs), or a program an
+  agent kind runs on the host (`AgentKind.programs`: Harbor's CLI).
 - The runner's per-directory locks (`names.dir_lock`, held by a solve or verify job while it works, see
   `kotlin_bench.runs.runner.exclusive`): held ones are read from /proc/locks with their holder's pid; a
   lock not held on this machine is tried once without waiting (shared, released at once), which also sees
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from kotlin_bench.core import names
 from kotlin_bench.engine.leftovers import Live
+from kotlin_bench.runs.agents import KINDS
 
 PROC = Path("/proc")
 
@@ -30,7 +32,7 @@ PROC = Path("/proc")
 class Role(StrEnum):
     SNAKEMAKE = "snakemake"
     JOB = "job"
-    HARBOR = "harbor"
+    AGENT = "agent"  # a program an agent kind runs on the host (`AgentKind.programs`)
 
 
 class LockState(StrEnum):
@@ -97,13 +99,13 @@ def role_of(argv: Sequence[str]) -> Role | None:
     module = any(argv[i : i + 2] == ["-m", "snakemake"] for i in range(len(argv) - 1))
     if "snakemake" in programs or module:
         return Role.SNAKEMAKE
-    if "harbor" in programs:
-        return Role.HARBOR
+    if any(program in programs for kind in KINDS.values() for program in kind.programs):
+        return Role.AGENT
     return None
 
 
 def processes(root: Path, proc: Path = PROC) -> tuple[Process, ...]:
-    """The workspace's Snakemake, job and Harbor processes on this machine (this process aside)."""
+    """The workspace's Snakemake, job and agent-program processes on this machine (this process aside)."""
     found = []
     for entry in proc.iterdir() if proc.is_dir() else ():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():

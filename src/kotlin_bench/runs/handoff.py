@@ -26,13 +26,13 @@ import shlex
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kotlin_bench.core import names
+from kotlin_bench.core.record_parts import MAX_LISTED, Capture, CaptureOutcome, LeftOut, PatchApplied, Why
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine import containers
 
@@ -45,7 +45,6 @@ DEBRIS = ("hs_err_pid*.log", "replay_pid*.log", "*.hprof", "core", "core.[0-9]*"
 CAP = names.CONTAINER_CAPTURE_DIR
 PRISTINE_DIR = f"{CAP}/pristine"
 MAX_RECORD_BYTES = 4 * MIB  # the left-out list and git's errors, read back from the container
-MAX_LISTED = 200
 MAX_MESSAGE = 2000
 APPLY_TIMEOUT = 300.0
 
@@ -87,31 +86,16 @@ class Limits:
         return limits
 
 
-# --------------------------------------------------------------------------- the capture's record
+# --------------------------------------------------------------------------- the capture's outcomes
 
-
-class Outcome(StrEnum):
-    CAPTURED = "captured"
-    TOO_LARGE = "too_large"  # the diff exceeds max_diff_bytes
-    WORK_TREE_GONE = "work_tree_gone"  # the repository directory itself is gone
-    UNAVAILABLE = "unavailable"  # no usable git, git failed, or the capture ran out of time
-
-
-class Why(StrEnum):
-    SIZE = "size"
-    DEBRIS = "debris"
-    EMBEDDED_REPOSITORY = "embedded_repository"
-
-
-WHY_TEXT = {
-    Why.SIZE: "over capture.max_file_bytes",
-    Why.DEBRIS: "matches capture.exclude",
-    Why.EMBEDDED_REPOSITORY: "an embedded git repository",
-}
-
+# The capture's record is `kotlin_bench.core.record_parts.Capture` (the work record's `capture`).
 # handoff.sh capture's exit codes, what they mean for the run, and why.
 EXIT_NO_BASE, EXIT_TOO_LARGE, EXIT_NO_WORK_TREE, EXIT_NO_GIT, EXIT_SETUP_FAILED = 10, 11, 12, 13, 20
-OUTCOMES = {0: Outcome.CAPTURED, EXIT_TOO_LARGE: Outcome.TOO_LARGE, EXIT_NO_WORK_TREE: Outcome.WORK_TREE_GONE}
+OUTCOMES = {
+    0: CaptureOutcome.CAPTURED,
+    EXIT_TOO_LARGE: CaptureOutcome.TOO_LARGE,
+    EXIT_NO_WORK_TREE: CaptureOutcome.WORK_TREE_GONE,
+}
 EXIT_TEXT = {
     EXIT_NO_BASE: "not even the task image's objects give the base tree",
     EXIT_TOO_LARGE: "the diff exceeds capture.max_diff_bytes = {limits.max_diff_bytes}",
@@ -119,51 +103,6 @@ EXIT_TEXT = {
     EXIT_NO_GIT: "no usable git in the agent container, nor the task image's",
 }
 GIT_PATHS = ("/usr/bin/git", "/usr/local/bin/git")  # where task images have git
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    path: str
-    why: Why
-    bytes: int | None = None
-
-    def line(self) -> str:
-        size = "" if self.bytes is None else f"{self.bytes} bytes, "
-        return f"{self.path} ({size}{WHY_TEXT[self.why]})"
-
-
-@dataclass
-class Capture:
-    """What the capture did: result.json `capture` (`to_record`)."""
-
-    outcome: Outcome
-    objects: str = "repository"  # or "pristine": the task image's, the agent's could not give the base
-    git: str = "container"  # or "pristine": the task image's binary, the agent's was gone or broken
-    diff_bytes: int = 0
-    committed_bytes: int = 0  # the diff of the agent's commits (names.COMMITTED_DIFF), when it committed
-    seconds: float = 0.0
-    left_out: list[LeftOut] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # paths git could not add, with its message
-    message: str = ""  # why it was not captured (result.error)
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "outcome": str(self.outcome),
-            "objects": self.objects,
-            "git": self.git,
-            "diff_bytes": self.diff_bytes,
-            "committed_bytes": self.committed_bytes,
-            "seconds": round(self.seconds, 2),
-            "left_out": [{"path": x.path, "why": str(x.why), "bytes": x.bytes} for x in self.left_out],
-            "errors": self.errors,
-        }
-
-    def review(self) -> list[str]:
-        """One line per path left out or not added (flags.left_out)."""
-        lines = [x.line() for x in self.left_out] + self.errors
-        return lines[:MAX_LISTED] + (
-            [f"... and {len(lines) - MAX_LISTED} more"] if len(lines) > MAX_LISTED else []
-        )
 
 
 def _left_out(data: bytes, repos: Sequence[LeftOut] = ()) -> list[LeftOut]:
@@ -219,7 +158,7 @@ def capture(
     diff_path.write_bytes(b"")
     problem = _prepare(container)
     if problem:  # e.g. the agent removed bash: its outcome, not the harness's
-        return Capture(Outcome.UNAVAILABLE, seconds=time.monotonic() - started, message=problem)
+        return Capture(CaptureOutcome.UNAVAILABLE, seconds=time.monotonic() - started, message=problem)
     objects, git = "repository", "container"
     while True:
         store = f"{task.repo_dir}/.git/objects" if objects == "repository" else f"{PRISTINE_DIR}/objects"
@@ -237,7 +176,7 @@ def capture(
     record.seconds = time.monotonic() - started
     committed = diff_path.with_name(names.COMMITTED_DIFF)
     committed.unlink(missing_ok=True)
-    if record.outcome is not Outcome.CAPTURED:
+    if record.outcome is not CaptureOutcome.CAPTURED:
         diff_path.write_bytes(b"")
     else:
         data = containers.read_file(container, f"{CAP}/out/{names.COMMITTED_DIFF}", limits.max_diff_bytes)
@@ -283,11 +222,13 @@ def _capture_once(
         err.write(f"kotlin-bench: capture with objects {objects}\n".encode())
         done = containers.stream(container, argv, out, err, left, limits.max_diff_bytes, workdir="/")
     if done.overflowed:
-        return None, Capture(Outcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes")
+        return None, Capture(
+            CaptureOutcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes"
+        )
     if done.timed_out or done.exit_code is None:
         message = f"the capture took longer than capture.timeout_sec = {limits.timeout_sec:g} s"
-        return None, Capture(Outcome.UNAVAILABLE, message=message)
-    record = Capture(OUTCOMES.get(done.exit_code, Outcome.UNAVAILABLE))
+        return None, Capture(CaptureOutcome.UNAVAILABLE, message=message)
+    record = Capture(OUTCOMES.get(done.exit_code, CaptureOutcome.UNAVAILABLE))
     try:
         record.errors, repos = _errors(
             containers.read_file(container, f"{CAP}/out/errors", MAX_RECORD_BYTES) or b""
@@ -297,7 +238,7 @@ def _capture_once(
         )
     except OSError as exc:  # more than MAX_RECORD_BYTES of paths: they are left out all the same
         record.errors.append(f"the list of paths left out is incomplete: {exc}")
-    if record.outcome is not Outcome.CAPTURED:
+    if record.outcome is not CaptureOutcome.CAPTURED:
         why = EXIT_TEXT.get(done.exit_code, f"handoff.sh capture exited with {done.exit_code}")
         record.message = f"{why} (see {log_path.name})".format(repo=task.repo_dir, limits=limits)
     return done.exit_code, record
@@ -343,15 +284,15 @@ def read_hook(hook_dir: Path, limits: Limits) -> Capture:
         code = int((hook_dir / "exit_code").read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return Capture(
-            Outcome.UNAVAILABLE,
+            CaptureOutcome.UNAVAILABLE,
             message="the capture hook left no exit code (it did not run, or ran out of time)",
         )
-    record = Capture(OUTCOMES.get(code, Outcome.UNAVAILABLE))
+    record = Capture(OUTCOMES.get(code, CaptureOutcome.UNAVAILABLE))
     record.errors, repos = _errors(_read(hook_dir / "errors"))
     record.left_out = _left_out(_read(hook_dir / "left-out"), repos)
     diff = hook_dir / names.AGENT_DIFF
     record.diff_bytes = diff.stat().st_size if diff.is_file() else 0
-    if record.outcome is not Outcome.CAPTURED:
+    if record.outcome is not CaptureOutcome.CAPTURED:
         why = EXIT_TEXT.get(code, f"handoff.sh capture exited with {code}")
         record.message = why.format(repo="the repository", limits=limits)
     return record
@@ -423,18 +364,6 @@ def _prepared(container: Container) -> None:
     problem = _prepare(container)
     if problem:
         raise containers.ContainerError(problem)
-
-
-@dataclass(frozen=True)
-class PatchApplied:
-    """How a predicted patch was applied: result.json `capture.prediction`."""
-
-    applier: str | None  # None: no applier applied it
-    normalised: tuple[str, ...] = ()
-    message: str = ""  # the last applier's message when none applied it (result.error)
-
-    def to_record(self) -> dict[str, Any]:
-        return {"applier": self.applier, "normalised": list(self.normalised)}
 
 
 def apply_patch(

@@ -110,8 +110,9 @@ def spent_usd(agent_runs: Path, leave_out: Path | None = None) -> float:
             work = WorkRecord.read(path)
         except RecordError:
             continue
-        if work.status is WorkStatus.DONE and work.usage.cost_usd is not None:
-            total += work.usage.cost_usd
+        cost = work.work.usage.cost_usd
+        if work.status is WorkStatus.DONE and cost is not None:
+            total += cost
     return total
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
-from kotlin_bench.core.record import RunResult, WorkRecord, WorkStatus
+from kotlin_bench.core.record import AgentWork, RunKey, RunResult, WorkRecord, WorkStatus
 from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.egress import EgressPolicy
@@ -33,7 +33,8 @@ from kotlin_bench.engine.images import ImageRef, image_id
 from kotlin_bench.runs import handoff
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.solve import SolveContext, clear
-from kotlin_bench.runs.verify import VerifierOptions, VerifyContext, clear_verification, result_of, verify
+from kotlin_bench.runs.verdict import error_result
+from kotlin_bench.runs.verify import VerifierOptions, VerifyContext, clear_verification, stamp_of, verify
 from kotlin_bench.scoring.reasons import Reason
 
 SOLVE, VERIFY = "solve", "verify"  # a result's `failed_step`
@@ -149,11 +150,14 @@ def verify_step(
 def _solve_failed(task: Task, work: WorkRecord, work_path: Path, verify_dir: Path, repeat: int) -> RunResult:
     """The run of a solve step that failed for good: an error result of step `solve`, no container."""
     clear_verification(verify_dir)
-    result = result_of(work, task)
-    result.repeat, result.work_sha256 = repeat, file_sha256(work_path)
-    reason = work.outcome or Reason.INFRASTRUCTURE  # task_invalid when the task directory was unusable
-    result = RunResult.for_error(result, work.error or "the solve step failed", reason, work.tries)
-    result.failed_step = SOLVE
+    result = error_result(
+        work,
+        work.error or "the solve step failed",
+        reason=work.outcome or Reason.INFRASTRUCTURE,  # task_invalid when the task directory was unusable
+        failed_step=SOLVE,
+        stamp=stamp_of(task, repeat=repeat, work_sha256=file_sha256(work_path), image_id=None),
+        tries=work.tries,
+    )
     result.write(verify_dir / names.RESULT_FILE)
     return result
 
@@ -164,12 +168,20 @@ def record_solve_error(
     """A solve step that failed on every try: a work record with status error, so that the run shows as
     an error (step `solve`) and `kotlin-bench errors --delete` can make it rerun."""
     clear(work_dir)
-    work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
-    work.status, work.image, work.code = WorkStatus.ERROR, task.image, running_code()
-    work.error = f"{type(error).__name__}: {error}"[:2000]
-    work.tries = [line for line in tries if line.strip()]
+    work = WorkRecord(
+        _key(task.id, task.repository, agent, attempt),
+        work=AgentWork(image=task.image),
+        status=WorkStatus.ERROR,
+        code=running_code(),
+        error=f"{type(error).__name__}: {error}"[:2000],
+        tries=[line for line in tries if line.strip()],
+    )
     work.write(work_dir / names.WORK_FILE)
     return work
+
+
+def _key(task_id: str, repository: str, agent: Agent, attempt: int) -> RunKey:
+    return RunKey(task_id, repository, agent.name, agent.kind, agent.model, attempt)
 
 
 def record_verify_error(
@@ -177,10 +189,14 @@ def record_verify_error(
 ) -> RunResult:
     """A verify step that failed on every try: an error result of step `verify`; the work is untouched."""
     clear_verification(verify_dir)
-    result = result_of(WorkRecord.read(work_path), task)
-    result.repeat, result.work_sha256 = repeat, file_sha256(work_path)
-    result = RunResult.for_error(result, error, Reason.INFRASTRUCTURE, tries)
-    result.failed_step = VERIFY
+    result = error_result(
+        WorkRecord.read(work_path),
+        error,
+        reason=Reason.INFRASTRUCTURE,
+        failed_step=VERIFY,
+        stamp=stamp_of(task, repeat=repeat, work_sha256=file_sha256(work_path), image_id=None),
+        tries=tries,
+    )
     result.write(verify_dir / names.RESULT_FILE)
     return result
 
@@ -192,9 +208,13 @@ def record_invalid_task(
     record with status error and outcome `task_invalid` naming the file; the run's verify step turns it
     into an error result, so that the summary of the other tasks is made."""
     clear(work_dir)
-    work = WorkRecord(task_id, "", agent.name, agent.kind, agent.model, attempt)
-    work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.TASK_INVALID, str(error)[:2000]
-    work.code = running_code()
+    work = WorkRecord(
+        _key(task_id, "", agent, attempt),
+        status=WorkStatus.ERROR,
+        outcome=Reason.TASK_INVALID,
+        error=str(error)[:2000],
+        code=running_code(),
+    )
     work.write(work_dir / names.WORK_FILE)
     return work
 
@@ -203,9 +223,13 @@ def record_not_run(task: Task, agent: Agent, attempt: int, work_dir: Path, why: 
     """A run its agent's `budget_usd` did not allow to start: a work record with status error and outcome
     `not_run` saying why; its verify step records it as an error result (not a failure of the agent)."""
     clear(work_dir)
-    work = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, attempt)
-    work.status, work.outcome, work.error = WorkStatus.ERROR, Reason.NOT_RUN, why
-    work.code = running_code()
+    work = WorkRecord(
+        _key(task.id, task.repository, agent, attempt),
+        status=WorkStatus.ERROR,
+        outcome=Reason.NOT_RUN,
+        error=why,
+        code=running_code(),
+    )
     work.write(work_dir / names.WORK_FILE)
     return work
 
@@ -214,8 +238,7 @@ def record_unverifiable(work_path: Path, verify_dir: Path, repeat: int, error: E
     """A verify step whose task directory is unusable: an error result (reason `task_invalid`)."""
     clear_verification(verify_dir)
     work = WorkRecord.read(work_path)
-    result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
+    result = RunResult(work.key, code=running_code(), repeat=repeat, failed_step=VERIFY)
     result = RunResult.for_error(result, error, Reason.TASK_INVALID)
-    result.failed_step, result.repeat, result.code = VERIFY, repeat, running_code()
     result.write(verify_dir / names.RESULT_FILE)
     return result

@@ -28,6 +28,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +36,8 @@ from typing import TYPE_CHECKING
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.fsutil import file_sha256
-from kotlin_bench.core.record import EgressSummary, Usage, WorkRecord
+from kotlin_bench.core.record import AgentWork, EgressSummary, RunKey, Usage, WorkRecord
+from kotlin_bench.core.record_parts import CaptureOutcome, Flag, ModelOutageClaim, Timings
 from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.engine import containers, egress
 from kotlin_bench.engine.images import workdir_label
@@ -50,12 +52,13 @@ if TYPE_CHECKING:
 
     from kotlin_bench.dataset.task import Task
     from kotlin_bench.engine.engine import Engine
+    from kotlin_bench.engine.fence import Refused
     from kotlin_bench.runs.agents.config import Agent
 
 CAPTURE_REASONS = {
-    handoff.Outcome.TOO_LARGE: Reason.DIFF_TOO_LARGE,
-    handoff.Outcome.WORK_TREE_GONE: Reason.WORK_TREE_GONE,
-    handoff.Outcome.UNAVAILABLE: Reason.DIFF_UNAVAILABLE,
+    CaptureOutcome.TOO_LARGE: Reason.DIFF_TOO_LARGE,
+    CaptureOutcome.WORK_TREE_GONE: Reason.WORK_TREE_GONE,
+    CaptureOutcome.UNAVAILABLE: Reason.DIFF_UNAVAILABLE,
 }
 
 
@@ -87,25 +90,23 @@ class SolveContext:
 
     def new_record(self) -> WorkRecord:
         task, agent = self.task, self.agent
-        record = WorkRecord(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt)
-        record.image, record.image_id = self.image_name or task.image, self.image_id
-        record.code = running_code()
-        record.inputs = {
-            rel: file_sha256(task.path / rel) for rel in self.read if (task.path / rel).is_file()
-        }
-        return record
+        return WorkRecord(
+            RunKey(task.id, task.repository, agent.name, agent.kind, agent.model, self.attempt),
+            work=AgentWork(image=self.image_name or task.image, image_id=self.image_id),
+            code=running_code(),
+            inputs={rel: file_sha256(task.path / rel) for rel in self.read if (task.path / rel).is_file()},
+        )
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What an agent phase in our container did: its exec result, a vocabulary reason when it ends the
-    run before verification (with a message), the model seen, and how a predicted patch was applied."""
+    run before verification (with a message), the model seen, its usage and an outage it claimed."""
 
     exec: containers.ExecResult
     skip_reason: str | None = None
     message: str | None = None
     model: str | None = None
-    prediction: handoff.PatchApplied | None = None
     usage: Usage = field(default_factory=Usage)
     outage_claim: str | None = None  # what the agent said of its model API's failure (a script's file)
 
@@ -128,6 +129,7 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
     assert ctx.engine is not None and ctx.image_id is not None, "an agent that acts needs the task image"
     clear(work_dir)
     record = ctx.new_record()
+    work = record.work
     started = time.monotonic()
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: ctx.agent.name}
     diff = work_dir / names.AGENT_DIFF
@@ -144,43 +146,41 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
             outcome = act(box.container, work_dir / names.AGENT_LOG, {**net.env, **passed})
             record.agent_process_limit = _settle(box, outcome, work_dir / names.AGENT_LOG)
             touched, recorded, proxied = net.harness_paths, net.egress is not None, net.proxy is not None
-        capture = handoff.capture(
-            box.container,
-            task,
-            ctx.limits,
-            diff,
-            work_dir / names.CAPTURE_LOG,
-            ctx.image_id,
-            labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
-        )
-        outside = outside_changes(box.changes(), task.repo_dir, (*harness_paths, *touched))
-    if recorded:
-        record.egress = egress.summarize(egress.read_egress(recording.record_path), ctx.egress.record)
-    elif proxied:
-        record.egress = EgressSummary(str(egress.Record.HOSTS))
+        fenced = net.around_proxy  # read when the phase's network was removed
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # the engine's list of changed files (a walk of the container's layer) is made while the work
+            # is captured: the capture writes under /tmp only, which the list leaves out
+            changes = pool.submit(box.changes)
+            capture = handoff.capture(
+                box.container,
+                task,
+                ctx.limits,
+                diff,
+                work_dir / names.CAPTURE_LOG,
+                ctx.image_id,
+                labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
+            )
+            outside = outside_changes(changes.result(), task.repo_dir, (*harness_paths, *touched))
     redact(work_dir, passed.values())
-    record.model = outcome.model or record.model
-    record.usage = outcome.usage
+    record.key = replace(record.key, model=outcome.model or record.model)
+    work.usage = outcome.usage
     if outcome.outage_claim is not None:
         seen = confirm_outage(outcome.outage_claim, work_dir / names.EGRESS_RECORD, hosts)
         if seen is not None:
             raise ModelOutage(seen)
-        record.model_outage = {"claim": outcome.outage_claim[:600], "confirmed": False}
+        record.model_outage = ModelOutageClaim(outcome.outage_claim[:600], confirmed=False)
     record.agent_exit_code = outcome.exec.exit_code
-    record.agent_timed_out = outcome.exec.timed_out
+    work.agent_timed_out = outcome.exec.timed_out
     record.engine = ctx.engine.describe()
-    record.timings = {"agent_sec": round(outcome.exec.seconds, 2), "capture_sec": round(capture.seconds, 2)}
-    record.capture = capture.to_record()
-    if outcome.prediction:
-        record.capture["prediction"] = outcome.prediction.to_record()
+    work.timings = Timings(agent_sec=round(outcome.exec.seconds, 2), capture_sec=round(capture.seconds, 2))
+    work.capture = capture.recorded(with_message=False)
     with diff.open(encoding="utf-8", errors="replace") as lines:  # line by line: it may be large
-        record.changed_files = changed_paths(lines)
+        work.changed_files = changed_paths(lines)
     with diff.open(encoding="utf-8", errors="replace") as lines:
-        record.flags = flag_changes(record.changed_files, lines)
-    record.flags |= {"outside_repo": outside, "left_out": capture.review()}
-    if record.egress is not None and record.egress.record == egress.Record.URLS:
-        record.flags["retrieval"] = list(record.egress.retrieval)
-    if capture.outcome is not handoff.Outcome.CAPTURED:
+        work.flags = flag_changes(work.changed_files, lines)
+    work.flags |= {Flag.OUTSIDE_REPO: outside, Flag.LEFT_OUT: capture.review()}
+    record_egress(work, recording, recorded=recorded, proxied=proxied, fenced=fenced)
+    if capture.outcome is not CaptureOutcome.CAPTURED:
         record.outcome, record.error = CAPTURE_REASONS[capture.outcome], capture.message or None
     elif outcome.skip_reason:
         record.outcome, record.error = outcome.skip_reason, outcome.message or None
@@ -188,9 +188,43 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
         record.diff, record.diff_sha256 = diff.name, file_sha256(diff)
         if capture.committed_bytes:
             record.committed = names.COMMITTED_DIFF
-    record.timings["solve_sec"] = round(time.monotonic() - started, 2)
+    work.timings.solve_sec = round(time.monotonic() - started, 2)
     record.write(work_dir / names.WORK_FILE)
     return record
+
+
+def record_egress(
+    work: AgentWork,
+    recording: egress.EgressSetup,
+    *,
+    recorded: bool,
+    proxied: bool,
+    fenced: Refused | None,
+) -> None:
+    """The agent phase's egress into the work (our phases and a Harbor trial's alike): the summary of the
+    recording proxy's record (`recorded`), or that a host-only proxy ran (`proxied`), what the fence
+    refused, and the flags they raise (retrieval, around the proxy)."""
+    if recorded:
+        work.egress = egress.summarize(egress.read_egress(recording.record_path), recording.policy.record)
+    elif proxied:
+        work.egress = EgressSummary(str(egress.Record.HOSTS))
+    if work.egress is None:
+        return
+    if fenced is not None:
+        work.egress.around_proxy, work.egress.dns_refused = fenced.attempts, fenced.dns
+        work.egress.around_proxy_to = list(fenced.destinations)
+    if work.egress.recorded_urls():
+        work.flags[Flag.RETRIEVAL] = list(work.egress.retrieval)
+    if work.egress.around_proxy is not None:
+        work.flags[Flag.AROUND_PROXY] = around_proxy_flag(work.egress)
+
+
+def around_proxy_flag(summary: EgressSummary) -> list[str]:
+    """`flags.around_proxy`: the destinations of the connection attempts the fence refused, and the count
+    where it saw more than it kept (empty: none)."""
+    count, seen = summary.around_proxy or 0, summary.around_proxy_to
+    more = [f"{count} connection attempts around the proxy refused"] if count > len(seen) else []
+    return [*more, *seen]
 
 
 def _settle(box: PhaseContainer, outcome: Outcome, log_path: Path) -> bool:

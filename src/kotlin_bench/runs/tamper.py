@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatch
 from typing import Any
 
+from kotlin_bench.core.record_parts import Flag, Flags
+
 # Build logic, test runners, test configuration and test reports: changing these can change which
 # tests run and how they report.
 INFRASTRUCTURE = (
@@ -130,15 +132,15 @@ def suspicious_lines(diff: str | Iterable[str]) -> list[str]:
     return list(found)[:MAX_FLAGGED]
 
 
-def flag_changes(paths: list[str], diff: str | Iterable[str] | None = None) -> dict[str, list[str]]:
+def flag_changes(paths: list[str], diff: str | Iterable[str] | None = None) -> Flags:
     """The changed paths that touch test infrastructure or test sources (and, given the diff text,
     the suspicious added lines)."""
     flags = {
-        "infrastructure": [p for p in paths if _matches(p, INFRASTRUCTURE)],
-        "tests": [p for p in paths if _matches(p, TESTS)],
+        Flag.INFRASTRUCTURE: [p for p in paths if _matches(p, INFRASTRUCTURE)],
+        Flag.TESTS: [p for p in paths if _matches(p, TESTS)],
     }
     if diff is not None:
-        flags["suspicious"] = suspicious_lines(diff)
+        flags[Flag.SUSPICIOUS] = suspicious_lines(diff)
     return flags
 
 

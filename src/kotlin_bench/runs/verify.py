@@ -1,21 +1,24 @@
 """The verify step of a run: a verdict on the agent's work record, in a fresh container.
 
 From the work record (`kotlin_bench.core.record.WorkRecord`, written by the solve step) to `result.json`
-(`RunResult`):
+(`RunResult`), in three moves (`verify`):
 
-- work that ended the run before verification (`outcome`: an empty or unappliable prediction, a capture
-  that failed because of what the agent did) scores 0 with that reason, no container started;
-- a Harbor trial's work keeps Harbor's own verdict (the published protocol) when no diff was captured;
-- otherwise a fresh container from the pristine task image gets only the captured diff
-  (`kotlin_bench.runs.handoff.apply_diff`) and `tests/` at `/tests`; `test.sh` runs under `[verifier]`
-  timeout and network mode; `/logs/verifier` is copied out; the host re-scores the copied-out JUnit XML
-  (`kotlin_bench.scoring.rescore`): a 1 it does not confirm becomes 0 (`verifier_tampered`).
+1. the verifier's container, when the work needs one (`WorkRecord.needs_verifier`: it has a patch, and
+   nothing ended the run before): a fresh container from the pristine task image gets only the work's
+   patch (a captured diff, `kotlin_bench.runs.handoff.apply_diff`; a predicted patch as given, then
+   normalised, `handoff.apply_patch`) and `tests/` at `/tests`; `test.sh` runs under `[verifier]` timeout
+   and network mode; `/logs/verifier` is copied out; what it gave is collected (`VerifierOutput`), and the
+   host re-scores the copied-out JUnit XML (`kotlin_bench.scoring.rescore`). Work that needs none (its
+   `outcome` ended the run; a kind's own trial verified it and its capture failed) starts no container;
+   a trial's verifier files are copied beside the result as ours would be (`AgentKind.trial_verifier`);
+2. the verdict: one pure function of the work record, that output and the re-scoring
+   (`kotlin_bench.runs.verdict.verdict`, with the agent kind's hook `AgentKind.verdict`);
+3. `result.json`, written last and atomically.
 
-The reason of an unresolved run is classified here, once (`kotlin_bench.scoring.reasons.classify`), and
-recorded with its raw codes. A container that stops or runs out of memory under the verifier is an
-infrastructure error (`VerifyError`), not a score; unless the verifier's tests (the agent's code) hit the
-container's process limit: that is the agent's outcome (reward 0, `process_limit`), like an agent phase
-that hit it. Nothing of the work directory is changed.
+A container that stops or runs out of memory under the verifier is an infrastructure error
+(`VerifyError`), not a score; unless the verifier's tests (the agent's code) hit the container's process
+limit: that is the agent's outcome (reward 0, `process_limit`), like an agent phase that hit it. Nothing
+of the work directory is changed.
 
 A build that failed because a repository did not answer (`kotlin_bench.scoring.network_faults`: Gradle's
 resolution or download failures with a refused, reset or timed-out connection, or an HTTP 5xx/429) is the
@@ -27,10 +30,10 @@ test patch and of its agent allowlist count: a dead host the agent's patch broug
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,12 +41,15 @@ from typing import TYPE_CHECKING, Any
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code
 from kotlin_bench.core.record import PatchKind, RunResult, WorkRecord, digests
+from kotlin_bench.core.record_parts import PatchApplied, VerifierReport
 from kotlin_bench.dataset.predictions import patch_candidates
 from kotlin_bench.engine import containers
 from kotlin_bench.engine.phase import Limits, PhaseContainer
 from kotlin_bench.runs import handoff
+from kotlin_bench.runs.agents import kind_named
+from kotlin_bench.runs.verdict import Stamp, VerifierOutput, verdict
 from kotlin_bench.scoring import network_faults
-from kotlin_bench.scoring.reasons import LOG_TAIL_BYTES, Reason, classify, detail_of, raw_reasons
+from kotlin_bench.scoring.reasons import LOG_TAIL_BYTES, build_failed_in
 from kotlin_bench.scoring.rescore import verdict_problem
 
 if TYPE_CHECKING:
@@ -95,22 +101,21 @@ class VerifyContext:
     work_sha256: str | None = None
 
 
-def result_of(work: WorkRecord, task: Task) -> RunResult:
-    """A run record carrying what the work record says of the agent's work (status error until scored)."""
-    result = RunResult(work.task, work.repository, work.agent, work.kind, work.model, work.attempt)
-    result.image, result.image_id = work.image, work.image_id
-    result.code = running_code()
-    result.timings = dict(work.timings)
-    result.agent_timed_out = work.agent_timed_out
-    result.agent_result = dict(work.agent_result)
-    result.usage, result.solve_tries = replace(work.usage), work.solve_tries
-    result.changed_files = list(work.changed_files)
-    result.flags = {k: list(v) for k, v in work.flags.items()}
-    result.egress = asdict(work.egress) if work.egress is not None else None
-    result.capture = dict(work.capture)
-    result.trial_result = f"{names.WORK_DIR}/{work.trial_result}" if work.trial_result else None
-    result.task_digest, result.verifier_digest = digests(task.path)
-    return result
+def stamp_of(
+    task: Task, *, repeat: int, work_sha256: str | None, image_id: str | None, seconds: float = 0.0
+) -> Stamp:
+    """What a verification of `task` records of itself, now."""
+    task_digest, verifier_digest = digests(task.path)
+    return Stamp(
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        code=running_code(),
+        task_digest=task_digest,
+        verifier_digest=verifier_digest,
+        repeat=repeat,
+        work_sha256=work_sha256,
+        image_id=image_id,
+        seconds=seconds,
+    )
 
 
 def clear_verification(run_dir: Path) -> None:
@@ -127,73 +132,38 @@ def verify(ctx: VerifyContext, work: WorkRecord) -> RunResult:
     """The verdict on `work`; returns the result written to result.json."""
     clear_verification(ctx.run_dir)
     started = time.monotonic()
-    result = result_of(work, ctx.task)
-    result.repeat, result.work_sha256 = ctx.repeat, ctx.work_sha256
-    result.verify_image_id = ctx.image_id
-    if work.outcome:
-        result.score(0.0, work.outcome, work.outcome)
-        result.error = work.error
-    elif work.harbor is not None and work.diff is None:
-        _harbor_verdict(ctx, result, work)
-    else:
-        _verify_in_container(ctx, work, result)
-        if work.harbor is not None:
-            _beside_the_trials_verdict(result, work.harbor)
-    if work.agent_process_limit and result.reward != 1.0:
-        _agent_outcome(result, f"{Reason.PROCESS_LIMIT}: in the agent phase")
-    elif work.agent_timed_out and result.reward != 1.0:
-        _agent_outcome(result, Reason.AGENT_TIMEOUT)
-    result.timings["verify_sec"] = round(time.monotonic() - started, 2)
-    result.timings["total_sec"] = round(
-        sum(result.timings.get(k, 0.0) for k in ("solve_sec", "verify_sec")), 2
-    )
+    begun = stamp_of(ctx.task, repeat=ctx.repeat, work_sha256=ctx.work_sha256, image_id=ctx.image_id)
+    kind = kind_named(work.kind)
+    output, rescoring = None, None
+    if work.needs_verifier():
+        output, rescoring = _verify_in_container(ctx, work)
+    elif work.outcome is None:
+        _keep_trial_verifier(ctx, kind.trial_verifier(work))
+    stamp = replace(begun, seconds=time.monotonic() - started)
+    result = verdict(work, output, rescoring, kind=kind, stamp=stamp)
     result.write(ctx.run_dir / names.RESULT_FILE)
     return result
 
 
-def _agent_outcome(result: RunResult, code: str) -> None:
-    """An unresolved run whose agent phase ended it: that is its reason, the verifier's codes follow."""
-    result.reason = code.split(":", 1)[0]
-    result.reason_detail = detail_of([code, *filter(None, (result.reason_detail or "").split("; "))])
+def _keep_trial_verifier(ctx: VerifyContext, trial_verifier: str | None) -> None:
+    """A trial's own verifier files, beside the result as ours would be."""
+    if trial_verifier and (ctx.work_dir / trial_verifier).is_dir():
+        shutil.copytree(ctx.work_dir / trial_verifier, ctx.run_dir / names.VERIFIER_OUT)
 
 
-def _harbor_verdict(ctx: VerifyContext, result: RunResult, work: WorkRecord) -> None:
-    """Harbor's own verdict (its verifier ran in the agent's container); its verifier files are copied
-    beside the result as ours would be."""
-    harbor = work.harbor or {}
-    if work.trial_result:
-        trial_verifier = ctx.work_dir / Path(work.trial_result).parent / "verifier"
-        if trial_verifier.is_dir():
-            shutil.copytree(trial_verifier, ctx.run_dir / names.VERIFIER_OUT)
-    result.verifier = dict(harbor.get("verifier") or {})
-    result.score(float(harbor.get("reward") or 0.0), harbor.get("reason"), harbor.get("detail"))
-    result.error = harbor.get("error")
-
-
-def _beside_the_trials_verdict(result: RunResult, harbor: dict[str, Any]) -> None:
-    """A trial that verified in the agent's container (Harbor) keeps its verdict (the published protocol);
-    ours, on the captured work in a fresh container, goes beside it, and a disagreement is flagged."""
-    fresh = {"reward": result.reward, "reason": result.reason, "detail": result.reason_detail}
-    result.fresh_verdict = fresh
-    result.score(float(harbor.get("reward") or 0.0), harbor.get("reason"), harbor.get("detail"))
-    result.error = harbor.get("error") or result.error
-    if fresh["reward"] != result.reward:
-        result.flags["verdicts"] = [
-            f"the trial's verifier says {result.reward:g}, a fresh container says {fresh['reward']:g}"
-            f" ({fresh['reason'] or 'resolved'})"
-        ]
-
-
-def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult) -> None:
+def _verify_in_container(ctx: VerifyContext, work: WorkRecord) -> tuple[VerifierOutput, str | None]:
+    """The work's patch and the task's tests in a fresh container: what the verifier gave, and why the
+    host's re-scoring does not confirm its reward (None: it does, or there is none to confirm)."""
     task, run_dir = ctx.task, ctx.run_dir
     assert work.diff is not None
     diff = ctx.work_dir / work.diff
     labels = {names.LABEL_TASK: task.id, names.LABEL_AGENT: work.agent, names.LABEL_PHASE: "verifier"}
     limits = Limits.of(task, ctx.engine.settings)
-    result.engine = ctx.engine.describe()
+    engine = ctx.engine.describe()
     with PhaseContainer(ctx.engine, ctx.image_id, ctx.key, labels, limits, phase=task.verifier) as box:
-        if not _apply(box, task, work, diff, result, run_dir / names.VERIFIER_LOG):
-            return
+        applied, prediction = _apply(box, task, work, diff, run_dir / names.VERIFIER_LOG)
+        if not applied:
+            return VerifierOutput(engine, applied=False, prediction=prediction), None
         box.copy_in(task.path / "tests", names.CONTAINER_TESTS)
         trusted = _network_hosts(box, task)
         with box.network(task.verifier) as net:
@@ -204,7 +174,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
                 workdir=task.repo_dir,
                 env={**net.env, **ctx.options.env()},
             )
-        result.timings["verifier_sec"] = round(done.seconds, 2)
+        ran = VerifierOutput(engine, prediction=prediction, seconds=round(done.seconds, 2))
         copied = box.copy_out(names.CONTAINER_VERIFIER_LOGS, run_dir)
         if done.process_limit or box.hit_process_limit():
             # The tests ran the agent's code, and it filled the process table: its outcome, whatever
@@ -214,9 +184,7 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
                     log.write(
                         "\n[kotlin-bench: the container's process limit refused a fork (seen after the tests)]\n"
                     )
-            detail = f"{Reason.PROCESS_LIMIT}: in the verifier's tests (pids_limit = {limits.pids})"
-            result.score(0.0, Reason.PROCESS_LIMIT, detail)
-            return
+            return replace(ran, process_limit=limits.pids), None
         if not copied:
             raise VerifyError(
                 f"the verifier left no {names.CONTAINER_VERIFIER_LOGS} (see {names.VERIFIER_LOG})"
@@ -227,31 +195,23 @@ def _verify_in_container(ctx: VerifyContext, work: WorkRecord, result: RunResult
                 f"(memory_mb = {task.environment.memory_mb})"
             )
     if done.timed_out:
-        result.score(0.0, Reason.VERIFIER_TIMEOUT, Reason.VERIFIER_TIMEOUT)
-        return
+        return replace(ran, timed_out=True), None
     if done.exit_code != 0:
         raise VerifyError(f"test.sh exited with {done.exit_code}: it was killed before it finished")
     out = run_dir / names.VERIFIER_OUT
     reward = _read_reward(out)
-    result.verifier = _read_report(out)
-    problem = verdict_problem(task.path, out, reward, task.strip_test_name_suffixes)
-    own = None
-    if problem:
-        reward, own = 0.0, f"{Reason.VERIFIER_TAMPERED}: {problem}"
-        result.flags["verifier"] = [problem]
-    raw = raw_reasons(own, result.verifier.get("reasons"))
-    if reward == 1.0:
-        result.score(1.0)
-        return
-    if not problem:
-        faults = network_faults.the_networks(
-            network_faults.faults_in(_tail(out / names.TEST_OUTPUT_LOG)), trusted
-        )
+    rescoring = verdict_problem(task.path, out, reward, task.strip_test_name_suffixes)
+    log = out / names.TEST_OUTPUT_LOG
+    output = replace(ran, reward=reward, report=VerifierReport.read(out / names.REPORT_JSON))
+    if reward != 1.0 and not rescoring:
+        faults = network_faults.the_networks(network_faults.faults_in(_tail(log)), trusted)
         if faults:
             raise NetworkFault(
                 f"{network_faults.describe(faults)}: the build could not download it; not a score"
             )
-    result.score(0.0, classify(raw, out / names.TEST_OUTPUT_LOG), detail_of(raw))
+    if reward != 1.0 or rescoring:
+        output = replace(output, build_failed=build_failed_in(log))
+    return output, rescoring
 
 
 def _network_hosts(box: PhaseContainer, task: Task) -> set[str]:
@@ -277,28 +237,22 @@ def _tail(log: Path) -> str:
 
 
 def _apply(
-    box: PhaseContainer, task: Task, work: WorkRecord, patch: Path, result: RunResult, log: Path
-) -> bool:
-    """Apply the work's patch in the verifier container; False (and the result scored) when it does not
-    apply. A captured diff is applied as is; a predicted patch as given, then normalised, each with
+    box: PhaseContainer, task: Task, work: WorkRecord, patch: Path, log: Path
+) -> tuple[bool, PatchApplied | None]:
+    """Apply the work's patch in the verifier container: whether it applied, and how a predicted patch was
+    applied. A captured diff is applied as is; a predicted patch as given, then normalised, each with
     SWE-bench's appliers (the applier and the normalisations are recorded)."""
     if work.patch is PatchKind.CAPTURED:
-        if handoff.apply_diff(box.container, task, patch, log):
-            if work.committed:  # the published verifier restores the test patch's paths from this HEAD
-                handoff.commit_head(box.container, task, patch.with_name(work.committed), log)
-            return True
-        result.score(0.0, Reason.AGENT_DIFF_NOT_APPLIED, Reason.AGENT_DIFF_NOT_APPLIED)
-        return False
+        if not handoff.apply_diff(box.container, task, patch, log):
+            return False, None
+        if work.committed:  # the published verifier restores the test patch's paths from this HEAD
+            handoff.commit_head(box.container, task, patch.with_name(work.committed), log)
+        return True, None
     text = patch.read_bytes().decode("utf-8", errors="surrogateescape")
     _done, applied = handoff.apply_patch(
         box.container, task, patch_candidates(text), log, handoff.APPLY_TIMEOUT
     )
-    result.capture = {**result.capture, "prediction": applied.to_record()}
-    if applied.applier:
-        return True
-    result.score(0.0, Reason.PATCH_NOT_APPLIED, Reason.PATCH_NOT_APPLIED)
-    result.error = applied.message or None
-    return False
+    return bool(applied.applier), applied
 
 
 def _read_reward(out: Path) -> float:
@@ -309,11 +263,3 @@ def _read_reward(out: Path) -> float:
     if text not in ("0", "1"):
         raise VerifyError(f"{names.REWARD_TXT} holds {text[:40]!r}; expected 0 or 1")
     return float(text)
-
-
-def _read_report(out: Path) -> dict[str, Any]:
-    try:
-        report = json.loads((out / names.REPORT_JSON).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return report if isinstance(report, dict) else {}

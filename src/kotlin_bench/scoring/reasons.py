@@ -193,12 +193,15 @@ def detail_of(raw: Sequence[str]) -> str | None:
     return "; ".join(raw)[:MAX_DETAIL] or None
 
 
-def classify(raw: Sequence[str], test_log: Path | None = None) -> Reason:
+def classify(raw: Sequence[str], test_log: Path | None = None, *, build_failed: bool = False) -> Reason:
     """The vocabulary word of an unresolved run from its raw codes: the first in `Reason`'s order of
-    precedence; `no_test_results` becomes `build_failed` when the test output reports a failed build."""
+    precedence; `no_test_results` becomes `build_failed` when the test output reports a failed build
+    (`build_failed`, or read from `test_log`)."""
     codes = [_raw_code(r) for r in raw] or [Reason.OTHER]
     order = list(Reason)
     reason = min(codes, key=order.index)
-    if reason is Reason.NO_TEST_RESULTS and test_log is not None and build_failed_in(test_log):
+    if reason is not Reason.NO_TEST_RESULTS:
+        return reason
+    if build_failed or (test_log is not None and build_failed_in(test_log)):
         return Reason.BUILD_FAILED
     return reason

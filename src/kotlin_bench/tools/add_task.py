@@ -5,7 +5,8 @@ Steps, each named in errors (`<task>: <step>: ...`):
 
 1. `source`: the pull request in the upstream repository of the config's `materialize.upstream`
    (a mirror, one built from committed sources, or the clone URL; `refs/pull/<N>/head`), and its record
-   from the GitHub REST API (`GET /repos/{owner}/{repo}/pulls/{n}`, cached as
+   from the GitHub REST API (`GET /repos/{owner}/{repo}/pulls/{n}`, read through
+   `kotlin_bench.dataset.github`; cached as
    `<issues cache>/<owner>/<repo>/pulls/<n>.json`, which is how the offline examples supply it):
    - the issues it resolves: the closing keywords of its body (`Fixes #5`, as GitHub reads them), or
      `--issue`;
@@ -44,20 +45,20 @@ import yaml
 from kotlin_bench.core import names
 from kotlin_bench.core.render import error_line
 from kotlin_bench.dataset.generate import generate
+from kotlin_bench.dataset.globs import split_paths
 from kotlin_bench.dataset.materialize import (
-    FetchJson,
     MaterializeError,
     MirrorSources,
     UpstreamSource,
     build_mirrors,
     changed_files,
     fetch_pull,
-    git,
     materialize,
     open_repository,
     pull_request_head,
     source_from_config,
 )
+from kotlin_bench.dataset.pulls import base_commit, closing_issues, task_id_for
 from kotlin_bench.dataset.spec import (
     Dataset,
     Repository,
@@ -65,7 +66,6 @@ from kotlin_bench.dataset.spec import (
     ValidationMark,
     load_dataset,
     put_task,
-    split_paths,
     task_entry,
 )
 from kotlin_bench.tools.root import Rooted, add_root
@@ -73,11 +73,6 @@ from kotlin_bench.validation.records import TaskValidation, ValidationError
 
 REF_RE = re.compile(
     r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9_.-]*)/(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]*)#(?P<pr>[1-9][0-9]*)$"
-)
-# GitHub's closing keywords: "Fixes #12", "closes owner/repo#12", "Resolved: #12".
-CLOSING_RE = re.compile(
-    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:(?P<repo>[\w.-]+/[\w.-]+))?#(?P<number>[0-9]+)\b",
-    re.IGNORECASE,
 )
 
 
@@ -116,52 +111,12 @@ def parse_ref(text: str) -> tuple[str, str, int]:
     return match["owner"], match["repo"], int(match["pr"])
 
 
-def task_id_for(owner: str, repo: str, pr: int) -> str:
-    """The task id, as the published benchmark names its tasks: `<owner>_<repo>-<pr>`."""
-    return f"{owner}_{repo}-{pr}"
-
-
-def closing_issues(body: str, repository: Repository) -> list[int]:
-    """The issues of `repository` a pull request body closes, in order of mention."""
-    found: list[int] = []
-    for match in CLOSING_RE.finditer(body or ""):
-        other = match["repo"]
-        if other and other.lower() != repository.name.lower():
-            continue
-        number = int(match["number"])
-        if number not in found:
-            found.append(number)
-    return found
-
-
-def _commit(repo: Path, rev: str) -> str | None:
-    proc = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, check=False)
-    return proc.stdout.decode().strip() if proc.returncode == 0 else None
-
-
-def base_commit(repo: Path, head: str, record: dict[str, Any]) -> str | None:
-    """The record's `base.sha` when the repository has it; else the merge base of the head with the
-    default branch (HEAD), or the head's first parent when the head is on that branch already."""
-    recorded = (record.get("base") or {}).get("sha")
-    if isinstance(recorded, str) and recorded and _commit(repo, recorded):
-        return _commit(repo, recorded)
-    default = _commit(repo, "HEAD")
-    if default is None:
-        return None
-    proc = git(["merge-base", head, default], cwd=repo, check=False)
-    merge_base = proc.stdout.decode().strip() if proc.returncode == 0 else None
-    if merge_base and merge_base != head:
-        return merge_base
-    return _commit(repo, f"{head}^1")
-
-
 def read_pull_request(
     task_id: str,
     repository: Repository,
     number: int,
     source: UpstreamSource,
     issues: Sequence[int] = (),
-    fetch_json: FetchJson | None = None,
 ) -> PullRequest:
     """Step `source`: the pull request's head, base commit, issues and test/fix split."""
     try:
@@ -170,7 +125,7 @@ def read_pull_request(
         why = str(exc).removeprefix(f"{task_id}: ")
         raise AddTaskError(task_id, Step.SOURCE, f"pull request #{number} does not exist: {why}") from None
     try:
-        record = fetch_pull(task_id, repository, number, source, fetch_json)
+        record = fetch_pull(task_id, repository, number, source)
     except MaterializeError as exc:
         raise AddTaskError(task_id, Step.SOURCE, str(exc)) from None
     found = list(issues) or closing_issues(str(record.get("body") or ""), repository)
@@ -393,7 +348,7 @@ def _write_expected(options: Options, task_id: str, source: UpstreamSource, verd
     return target
 
 
-def add_task(options: Options, fetch_json: FetchJson | None = None) -> tuple[str, list[str]]:
+def add_task(options: Options) -> tuple[str, list[str]]:
     """Add (or re-validate) the task of `options.ref`; returns its id and why it is not valid (empty: valid)."""
     owner, repo, number = parse_ref(options.ref)
     task_id = task_id_for(owner, repo, number)
@@ -420,7 +375,7 @@ def add_task(options: Options, fetch_json: FetchJson | None = None) -> tuple[str
         not in (((config.get("materialize") or {}).get("upstream") or {}).get("mirrors") or {}),
     )
     source = upstream_source(config, options.config, repository)
-    pull = read_pull_request(task_id, repository, number, source, options.issues, fetch_json)
+    pull = read_pull_request(task_id, repository, number, source, options.issues)
     entry = new_entry(
         dataset, task_id, repository, pull, options.base_image, options.test_command, options.releases
     )

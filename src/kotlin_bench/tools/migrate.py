@@ -11,8 +11,10 @@ the next `snakemake` verifies those runs again from their kept work (a regrade),
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from kotlin_bench.core import names
@@ -25,7 +27,7 @@ from kotlin_bench.core.record import (
     WorkStatus,
     legacy_runs,
 )
-from kotlin_bench.runs.agents.harbor import usage_of
+from kotlin_bench.core.record_parts import Flag, Timings, TrialVerdict
 from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reasons
 
 # 0.2 reasons that ended a run before verification: they are the work's outcome now
@@ -41,29 +43,33 @@ OUTCOMES = frozenset(
 
 
 def work_of(result: RunResult, run_dir: Path) -> WorkRecord:
-    """The work record a 0.2 result and the agent's files beside it make."""
-    work = WorkRecord(result.task, result.repository, result.agent, result.kind, result.model, result.attempt)
-    work.image, work.image_id, work.started_at = result.image, result.image_id, result.started_at
-    work.harness_version = result.harness_version
-    work.agent_timed_out = result.agent_timed_out
-    work.timings = {k: v for k, v in result.timings.items() if k in ("agent_sec", "capture_sec")}
-    work.agent_result, work.capture = dict(result.agent_result), dict(result.capture)
-    work.usage = usage_of(result.agent_result)  # only Harbor wrote agent_result then
-    work.changed_files = list(result.changed_files)
-    work.flags = {k: v for k, v in result.flags.items() if k != "verifier"}
-    work.trial_result = result.trial_result
-    if result.trial_result:  # a trial that verified in its own container (Harbor): its verdict is the work's
-        work.harbor = {
-            "reward": result.reward,
-            "status": str(result.status),
-            "reason": result.reason,
-            "detail": result.reason,
-            "error": result.error,
-            "verifier": dict(result.verifier),
-        }
+    """The work record a 0.2 result and the agent's files beside it make: the result's key and work (of its
+    timings, the agent phase's; of its flags, the agent's; the usage, read from a trial's `agent_result`
+    when the result has none)."""
+    timings = result.work.timings
+    agent = copy.deepcopy(result.work)
+    agent.timings = Timings(agent_sec=timings.agent_sec, capture_sec=timings.capture_sec)
+    agent.flags = {k: v for k, v in agent.flags.items() if k != Flag.VERIFIER}
+    work = WorkRecord(
+        result.key,
+        work=agent,
+        started_at=result.started_at,
+        harness_version=result.harness_version,
+    )
+    if (
+        result.work.trial_result
+    ):  # a trial that verified in its own container (Harbor): its verdict is the work's
+        work.trial_verdict = TrialVerdict(
+            reward=result.reward,
+            status=result.status,
+            reason=result.reason,
+            detail=result.reason,
+            error=result.error,
+            verifier=replace(result.verifier),
+        )
     elif result.reason in OUTCOMES:
         work.outcome, work.error = result.reason, result.error
-    elif (run_dir / names.WORK_DIR / names.AGENT_DIFF).is_file() and result.capture:
+    elif (run_dir / names.WORK_DIR / names.AGENT_DIFF).is_file() and (result.capture or result.prediction):
         work.diff = names.AGENT_DIFF
     elif result.status is Status.ERROR:
         work.status, work.error, work.tries = WorkStatus.ERROR, result.error, list(result.tries)
@@ -83,7 +89,7 @@ def migrate_run(run_dir: Path) -> RunResult:
     work = work_of(result, run_dir)
     work.write(work_dir / names.WORK_FILE)
     if result.status is Status.UNRESOLVED and result.reason_detail is None:
-        raw = raw_reasons(result.reason, result.verifier.get("reasons"))
+        raw = raw_reasons(result.reason, result.verifier.reasons)
         log = run_dir / names.VERIFIER_OUT / names.TEST_OUTPUT_LOG
         result.reason, result.reason_detail = str(classify(raw, log)), detail_of(raw)
     elif result.status is Status.ERROR and result.reason_detail is None:

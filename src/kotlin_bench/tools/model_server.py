@@ -3,9 +3,10 @@
 `kotlin-bench model-server --conversations examples/models` serves `POST /v1/chat/completions` (streaming
 as server-sent events or not, with `usage` counted from the text), `GET /v1/models` and a control
 endpoint. It plays scripted conversations: each file `<name>.json` of the conversations directory is
-`{"match": "<text of the task's instruction>", "replies": [<reply>, ...]}`; a request belongs to the
-conversation whose `match` its first user message contains, and its turn is one more than the number of
-assistant messages it carries (so a conversation needs no session state, and a retried request gets the
+`{"match": "<text of the task's instruction>", "replies": [<reply>, ...]}`, and may name the one `model`
+it answers as (`"model": "standin-retriever"`; the others answer any model); a request belongs to the
+conversation whose `match` its first user message contains (one for the requested model first), and
+its turn is one more than the number of assistant messages it carries (so a conversation needs no session state, and a retried request gets the
 same answer). A reply is an object in terminus-2's JSON keystroke protocol (`analysis`, `plan`,
 `commands: [{keystrokes, duration}]`, `task_complete`), sent as the message's text; after the last reply
 the last one repeats (terminus-2 asks for task_complete twice).
@@ -48,6 +49,7 @@ class Conversation:
     name: str
     match: str
     replies: tuple[str, ...]
+    model: str | None = None  # the one model name it answers as (None: any)
 
     @classmethod
     def read(cls, path: Path) -> Conversation:
@@ -58,7 +60,8 @@ class Conversation:
         if not isinstance(data, dict) or not data.get("match") or not data.get("replies"):
             raise ConversationError(f"{path}: a conversation needs `match` (text) and `replies` (a list)")
         replies = tuple(r if isinstance(r, str) else json.dumps(r, indent=2) for r in data["replies"])
-        return cls(path.stem, str(data["match"]), replies)
+        model = data.get("model")
+        return cls(path.stem, str(data["match"]), replies, str(model) if model else None)
 
     def reply(self, turn: int) -> str:
         return self.replies[min(turn, len(self.replies)) - 1]
@@ -128,9 +131,12 @@ class ModelServer:
         self.stall_sec = stall_sec
         self.seen: list[Seen] = []
 
-    def conversation_of(self, messages: list[dict[str, Any]]) -> Conversation | None:
+    def conversation_of(self, messages: list[dict[str, Any]], model: str = "") -> Conversation | None:
+        """The conversation of a request: its `match` in the first user message, one that names the
+        requested model (LiteLLM's `openai/<name>` arrives as `<name>`) before one that names none."""
         first = next((_text(m) for m in messages if m.get("role") == "user"), "")
-        return next((c for c in self.conversations if c.match in first), None)
+        matching = [c for c in self.conversations if c.match in first and c.model in (None, model)]
+        return next((c for c in matching if c.model is not None), next(iter(matching), None))
 
     def app(self) -> Any:
         from aiohttp import web
@@ -171,7 +177,7 @@ class ModelServer:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         stream = bool(body.get("stream"))
         turn = 1 + sum(1 for m in messages if m.get("role") == "assistant")
-        conversation = self.conversation_of(messages)
+        conversation = self.conversation_of(messages, str(body.get("model") or ""))
         fault = self.fault if self.fault and turn >= self.fault.from_turn else None
         name = conversation.name if conversation else None
         if fault and fault.kind in ("429", "500"):

@@ -8,12 +8,17 @@ built once per set of inputs and kept under a digest of them.
   number order), built from its head, which contains its fix. Each version has `<a>-<v>.pom`, `<a>-<v>.jar`
   (the main sources compiled by kotlinc, the examples' own compiler from npm, on the host's JDK 17) and
   `<a>-<v>-sources.jar`; each artifact a `maven-metadata.xml`; every file a `.sha1` and `.md5`.
+- Builds of the example projects besides their releases, listed in `examples/standin-repo/builds.txt`:
+  development builds (a release's classes and sources under a `-dev-N` version: what a project's own
+  build applies to itself) and bundles (one project's release with another's inside: a carrier of it).
 - Third-party artifacts listed in `examples/standin-repo/third-party.txt`, jars copied from Debian's
   packages, poms written with the dependencies the list gives.
 
 Everything is deterministic (fixed zip times, sorted entries, fixed metadata times): the same inputs give
 the same bytes. `release_versions` is the one place the version rule is written; examples/dataset.json
-carries its results (`base_version`, `fix_release`), and tests/test_standin_repo.py checks they agree.
+carries its results (`base_version`, `fix_release`; the tasks' `base_build` and the repositories'
+`carriers` for builds.txt), and tests/test_standin_repo.py and tests/test_retrieval_examples.py check they
+agree.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ import subprocess
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from functools import cmp_to_key
 from pathlib import Path
 
 from kotlin_bench.core import names
+from kotlin_bench.core.versions import gradle_compare
 
 BUILDER = "examples/bases/toolchain/make-upstream-repo.sh"
 NPM_PACKS = "examples/bases/toolchain/npm-packs.txt"
@@ -57,6 +64,26 @@ class Release:
     version: str
     commit: str
     what: str  # "history", "base" or "pull <N>"
+
+
+@dataclass(frozen=True)
+class DevBuild:
+    """A `dev` line of builds.txt: `<project>`'s release `release` published again as `version`."""
+
+    project: str
+    version: str
+    release: str
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A `bundle` line of builds.txt: artifact `examples:<artifact>`, each version a release of `project`
+    with a release of `carried` inside (classes and sources): (its version, the carried release) pairs."""
+
+    artifact: str
+    project: str
+    carried: str
+    versions: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -100,6 +127,27 @@ def third_party(root: Path) -> list[Artifact]:
     return found
 
 
+def builds(root: Path) -> tuple[list[DevBuild], list[Bundle]]:
+    """The lines of builds.txt; ContentError names the line at fault."""
+    path = root / names.STANDIN_BUILDS
+    dev, bundles = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        pairs = [f.split("=") for f in fields[4:]]
+        if fields[0] == "dev" and len(fields) == 4:
+            dev.append(DevBuild(fields[1], fields[2], fields[3]))
+        elif fields[0] == "bundle" and pairs and all(len(p) == 2 and all(p) for p in pairs):
+            bundles.append(Bundle(fields[1], fields[2], fields[3], tuple((a, b) for a, b in pairs)))
+        else:
+            raise ContentError(
+                f"{path}:{number}: expected `dev <project> <version> <release>` or "
+                "`bundle <artifact> <project> <carried project> <version>=<carried release> ...`"
+            )
+    return dev, bundles
+
+
 def compiler_version(root: Path) -> str:
     """The kotlinc the examples use (`kotlin-compiler@<version>` in the toolchain's npm-packs.txt)."""
     for line in (root / NPM_PACKS).read_text(encoding="utf-8").splitlines():
@@ -136,6 +184,7 @@ def input_digest(root: Path) -> str:
     add("builder", (root / BUILDER).read_bytes())
     add("compiler", compiler_version(root).encode())
     add("third-party", (root / names.STANDIN_THIRD_PARTY).read_bytes())
+    add("builds", (root / names.STANDIN_BUILDS).read_bytes())
     for artifact in third_party(root):
         jar = debian_jar(artifact)
         add(artifact.coordinates, jar.read_bytes() if jar else b"missing")
@@ -323,6 +372,32 @@ def artifact_dir(group: str, artifact: str) -> str:
     return f"{group.replace('.', '/')}/{artifact}"
 
 
+@dataclass(frozen=True)
+class _Made:
+    """One published version of an example project's artifact: its classes, its sources, where from."""
+
+    classes: dict[str, bytes]
+    sources: dict[str, bytes]
+    what: str
+
+
+def _made(made: dict[tuple[str, str], _Made], project: str, version: str, root: Path) -> _Made:
+    if (project, version) not in made:
+        raise ContentError(
+            f"{root / names.STANDIN_BUILDS}: {project} {version} is not a release of an example project "
+            f"(releases: {', '.join(sorted(f'{p} {v}' for p, v in made))})"
+        )
+    return made[project, version]
+
+
+def _publish(top: Path, artifact: str, version: str, release: _Made, about: str) -> None:
+    """`examples:<artifact>:<version>`: its pom, jar and sources jar."""
+    stem = f"{artifact_dir(names.STANDIN_GROUP, artifact)}/{version}/{artifact}-{version}"
+    _put(top, f"{stem}.pom", pom(names.STANDIN_GROUP, artifact, version, about=about))
+    _put(top, f"{stem}.jar", jar_bytes(release.classes))
+    _put(top, f"{stem}-sources.jar", jar_bytes(release.sources))
+
+
 def build(root: Path, dest: Path, cache: Path) -> list[str]:
     """Write the repository's content for the checkout at `root` into `dest` (`dest/maven2/...`, which must
     not exist); returns a log of what was made."""
@@ -330,38 +405,58 @@ def build(root: Path, dest: Path, cache: Path) -> list[str]:
     top = dest / names.STANDIN_PATH.strip("/")
     top.mkdir(parents=True)
     kotlinc = _kotlinc(root, cache, log)
+    made: dict[tuple[str, str], _Made] = {}  # (project, version) -> what was published
     for project, upstream in projects(root).items():
         with tempfile.TemporaryDirectory(prefix="kotlin-bench-standin-upstream-") as tmp:
             repo = Path(tmp) / project
-            made = subprocess.run(
+            made_repo = subprocess.run(
                 ["bash", str(root / BUILDER), str(upstream), str(repo)],
                 capture_output=True,
                 text=True,
                 check=False,
             )
-            if made.returncode != 0:
-                raise ContentError(f"{BUILDER} {upstream}: {made.stderr.strip()[-500:]}")
-            history = [line.split()[1] for line in made.stdout.splitlines() if line.startswith("history ")]
+            if made_repo.returncode != 0:
+                raise ContentError(f"{BUILDER} {upstream}: {made_repo.stderr.strip()[-500:]}")
+            history = [
+                line.split()[1] for line in made_repo.stdout.splitlines() if line.startswith("history ")
+            ]
             before, changed = None, []
             for sha in history:
                 sources = _main_sources(repo, sha)
                 changed.append(bool(sources) and sources != before)
                 before = sources
-            releases = release_versions(made.stdout, changed)
-            where = artifact_dir(names.STANDIN_GROUP, project)
-            for release in releases:
+            for release in release_versions(made_repo.stdout, changed):
                 sources = _main_sources(repo, release.commit)
                 classes = _compile(kotlinc, sources, f"{project} {release.version}")
-                stem = f"{where}/{release.version}/{project}-{release.version}"
-                about = f"{project} at {release.what} ({release.commit})"
-                _put(top, f"{stem}.pom", pom(names.STANDIN_GROUP, project, release.version, about=about))
-                _put(top, f"{stem}.jar", jar_bytes(classes))
-                _put(top, f"{stem}-sources.jar", jar_bytes(sources))
-                log.append(
-                    f"{names.STANDIN_GROUP}:{project}:{release.version} <- {release.what} {release.commit}"
-                )
-            versions = [r.version for r in releases]
-            _put(top, f"{where}/maven-metadata.xml", metadata(names.STANDIN_GROUP, project, versions))
+                made[project, release.version] = _Made(classes, sources, f"{release.what} ({release.commit})")
+    dev, bundles = builds(root)
+    for build_line in dev:
+        release = _made(made, build_line.project, build_line.release, root)
+        what = f"a development build of release {build_line.release}, {release.what}"
+        made[build_line.project, build_line.version] = _Made(release.classes, release.sources, what)
+    published: dict[str, list[str]] = {}
+    for (project, version), release in made.items():
+        _publish(top, project, version, release, f"{project} at {release.what}")
+        published.setdefault(project, []).append(version)
+        log.append(f"{names.STANDIN_GROUP}:{project}:{version} <- {release.what}")
+    for bundle in bundles:
+        for version, carried in bundle.versions:
+            own, inside = (
+                _made(made, bundle.project, version, root),
+                _made(made, bundle.carried, carried, root),
+            )
+            about = (
+                f"{bundle.project} {version} with {names.STANDIN_GROUP}:{bundle.carried}:{carried} bundled "
+                "(its classes and sources inside)"
+            )
+            both = _Made(own.classes | inside.classes, own.sources | inside.sources, about)
+            _publish(top, bundle.artifact, version, both, about)
+            published.setdefault(bundle.artifact, []).append(version)
+            log.append(f"{names.STANDIN_GROUP}:{bundle.artifact}:{version} <- {about}")
+    for artifact, listed in published.items():
+        ordered = sorted(listed, key=cmp_to_key(gradle_compare))
+        where = artifact_dir(names.STANDIN_GROUP, artifact)
+        _put(top, f"{where}/maven-metadata.xml", metadata(names.STANDIN_GROUP, artifact, ordered))
     by_artifact: dict[tuple[str, str], list[str]] = {}
     for artifact in third_party(root):
         jar = debian_jar(artifact)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -109,10 +110,15 @@ class Workspace:
         return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=env)
 
     def popen(self, *args: str) -> subprocess.Popen[bytes]:
-        """Snakemake in its own process group (as a terminal starts it), output to snakemake.out."""
+        """Snakemake in its own process group, output to snakemake.out, and as a terminal starts it: with
+        SIGINT's default action (Ctrl-C stops it). A process started in the background of a
+        non-interactive shell, as CI runs the suite, inherits SIGINT ignored, and so would Snakemake and
+        its jobs: a SIGINT sent to them would do nothing."""
         cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
         out = (self.root / "snakemake.out").open("ab")
-        return subprocess.Popen(cmd, cwd=self.root, stdout=out, stderr=out, start_new_session=True)
+        return subprocess.Popen(
+            cmd, cwd=self.root, stdout=out, stderr=out, start_new_session=True, preexec_fn=_terminal_signals
+        )
 
     def prepare(self, *tasks: str) -> subprocess.CompletedProcess[str]:
         """Build what runs need (images, upstream mirrors, materialized task files), but no run."""
@@ -183,6 +189,13 @@ class Workspace:
         client = connect(self.engine()).client
         found = listed(client, {"label": names.LABEL_RUN}, everything=not running_only)
         return [c for c in found if c.labels.get(names.LABEL_RUN, "").endswith(f".{self.tag()}")]
+
+
+def _terminal_signals() -> None:
+    """In a child before it runs its program: SIGINT and SIGTERM at their default actions, as in a job a
+    terminal starts (an ignored disposition is inherited across exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def job_counts(text: str) -> dict[str, int]:

@@ -97,6 +97,21 @@ def _no_results(phase: _Phase) -> str:
     return f"{phase.label}: {Problem.NO_REPORTS}: the test command (exit {exit_code}) wrote no JUnit report"
 
 
+def phase_results(
+    label: str, directory: Path, suffixes: Sequence[str] = ()
+) -> tuple[bool, str | None, str | None]:
+    """Whether a phase has test results: (True, None, None); else (False, why, None), or (False, None,
+    the error) when the harness failed on every try (infrastructure, not a verdict on the task)."""
+    phase = _load_phase(label, directory, suffixes)
+    if phase.record is None or phase.record.error:
+        return False, None, phase.reason
+    if phase.statuses is None:
+        return False, phase.reason, None
+    if not phase.statuses:
+        return False, _no_results(phase), None
+    return True, None, None
+
+
 def flaky_tests(fix_runs: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
     """Tests whose status differs between the fix runs: test id -> run label -> status (NONE: absent)."""
     ids = sorted({t for statuses in fix_runs.values() for t in statuses})

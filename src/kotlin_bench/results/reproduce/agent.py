@@ -9,6 +9,7 @@ import pandas as pd
 from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.render import Section, render_markdown
 from kotlin_bench.dataset import leaderboard
+from kotlin_bench.results.cutoff import CutoffGap, cutoff_section
 from kotlin_bench.results.reproduce.leaderboard import (
     compare_leaderboard,
     leaderboard_reference,
@@ -39,8 +40,11 @@ def reproduce_agent(
     md_path: Path,
     tolerance: float = DEFAULT_TOLERANCE,
     root: Path = Path("."),
+    *,
+    cutoff: CutoffGap | None = None,
 ) -> Verdict:
-    """Compare one agent's runs of `summary` with a reference; write the comparison CSV and page."""
+    """Compare one agent's runs of `summary` with a reference; write the comparison CSV and page (with its
+    rates before and after its training cutoff, when it has one)."""
     ours = summary[summary["agent"] == agent]
     if leaderboard.is_reference(spec):
         reference = leaderboard_reference(spec, root)
@@ -55,7 +59,11 @@ def reproduce_agent(
     write_table(comparison, csv_path)
     note = retrieval_note(ours)  # the egress record: the rate with and without retrieval-flagged runs
     page = render_reproduction(verdict_, comparison)
-    write_atomic(md_path, page + (f"\n## Retrieval\n\n{agent}: {note}\n" if note else ""))
+    page += f"\n## Retrieval\n\n{agent}: {note}\n" if note else ""
+    section = cutoff_section([cutoff]) if cutoff is not None else None
+    if section is not None:
+        page += "\n" + render_markdown([section]).split("\n", 2)[2]  # without the page's title
+    write_atomic(md_path, page)
     return verdict_
 
 

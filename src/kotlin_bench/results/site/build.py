@@ -13,15 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import UTC, datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
@@ -29,18 +31,20 @@ from kotlin_bench.core.fsutil import write_atomic
 from kotlin_bench.core.record import Status
 from kotlin_bench.results import outcomes
 from kotlin_bench.results.compare import Comparison
+from kotlin_bench.results.cutoff import cutoff_gaps
 from kotlin_bench.results.report import COMPARISON_NOTE, RATE_NOTE, headlines
+from kotlin_bench.results.site.live import finished, running
 from kotlin_bench.results.site.pages import (
     INSTRUCTION_BYTES,
     PAIR_HEADER,
     PairRow,
+    cutoff_view,
     grid,
     href,
     rate_table,
     read_text,
     task_rows,
 )
-from kotlin_bench.results.site.live import finished, running
 from kotlin_bench.results.site.pair import discordant
 from kotlin_bench.results.site.run import run_page
 from kotlin_bench.scoring.expected import CATEGORIES
@@ -93,6 +97,7 @@ class SiteInputs:
     by_repository: pd.DataFrame
     comparisons: list[Comparison]
     tasks_dir: Path
+    cutoffs: Mapping[str, str] = field(default_factory=dict)  # agent -> training cutoff (YYYY-MM-DD)
 
 
 @dataclass
@@ -235,6 +240,7 @@ def _index(site: Site, inputs: SiteInputs) -> None:
         pair_header=PAIR_HEADER,
         pairs=pairs,
         grid=grid(inputs.summary),
+        cutoff=cutoff_view(cutoff_gaps(inputs.summary, inputs.cutoffs)),
         charts=[
             (title, href(path, names.SITE_INDEX)) for title, path in CHARTS if (inputs.root / path).is_file()
         ],
@@ -246,6 +252,7 @@ CHARTS = (
     ("Resolve rate per agent (95% Wilson interval)", names.PLOT_RATES),
     ("Resolve rate per repository", names.PLOT_RATES_BY_REPOSITORY),
     ("Outcome per task and run", names.PLOT_OUTCOMES),
+    ("Resolve rate by merge quarter (dashed: an agent's training cutoff)", names.PLOT_QUARTERS),
 )
 
 

@@ -6,18 +6,22 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench.core import names
-from kotlin_bench.core.record import RunResult, Status, Usage
-from kotlin_bench.engine.egress import EgressRequest, read_egress
+from kotlin_bench.core.record import RunResult, Usage
+from kotlin_bench.core.record_parts import VerifierReport
 from kotlin_bench.results.compare import Comparison, interval, p_text, points
+from kotlin_bench.results.cutoff import CUTOFF_NOTE, CutoffGap, cutoff_table
 from kotlin_bench.results.outcomes import LegendRow, legend, outcome_of, reason_of
 from kotlin_bench.results.report import WILSON_HEADER, display_rates, duration, money, reason_text, tokens
+from kotlin_bench.runs.agents import kind_named
 from kotlin_bench.scoring.expected import CATEGORIES
 
 TAIL_LINES = 40
@@ -106,14 +110,14 @@ class Category:
     missing: list[str]
 
 
-def categories(verifier: dict[str, Any]) -> list[Category]:
+def categories(verifier: VerifierReport) -> list[Category]:
     """Expected against landed tests per category, with the names of those that did not pass."""
-    found = verifier.get("categories") or {}
     rows = []
     for name in CATEGORIES:
-        counts = found.get(name) or {}
-        missing = counts.get("missing") or []
-        rows.append(Category(name, counts.get("expected", "-"), counts.get("landed", "-"), list(missing)))
+        counts = verifier.category(name)
+        expected = "-" if counts.expected is None else counts.expected
+        landed = "-" if counts.landed is None else counts.landed
+        rows.append(Category(name, expected, landed, list(counts.missing or [])))
     return rows
 
 
@@ -162,7 +166,7 @@ def run_logs(run_dir: Path, result: RunResult, page: str, root: Path) -> list[Lo
         ("agent", work / names.AGENT_LOG),
         ("capture", work / names.CAPTURE_LOG),
         ("egress proxy", work / names.PROXY_LOG),
-        ("harbor", work / names.HARBOR_DIR / "harbor.log"),
+        *((label, work / rel) for label, rel in kind_named(result.kind).logs),
         ("leftover processes", run_dir / names.VERIFIER_OUT / names.LEFTOVER_PROCESSES),
     ]
     solve_log = names.solve_log(result.agent, result.task, result.attempt)
@@ -203,6 +207,8 @@ def usage_rows(usage: Usage, solve_tries: int = 1) -> list[tuple[str, str]]:
 
 
 def _number(value: Any) -> str:
+    import pandas as pd
+
     return (
         "-"
         if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value)
@@ -212,6 +218,8 @@ def _number(value: Any) -> str:
 
 def task_rows(runs: pd.DataFrame, page: str) -> list[dict[str, str]]:
     """One row per run of the task (agent, attempt order), for its page."""
+    import pandas as pd
+
     rows = []
     for run in runs.sort_values(["agent", "attempt"]).itertuples():
         tests = {
@@ -292,6 +300,24 @@ def grid(summary: pd.DataFrame) -> Grid:
 def rate_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     shown = display_rates(table)
     return list(shown.columns), [[str(v) for v in row] for row in shown.itertuples(index=False)]
+
+
+@dataclass
+class CutoffView:
+    """The index's section on the agents' training cutoffs: the note, one line per agent, the table."""
+
+    note: str
+    lines: list[tuple[str, str, str]]  # agent, cutoff, what it says
+    table: tuple[list[str], list[list[str]]]
+
+
+def cutoff_view(gaps: Sequence[CutoffGap]) -> CutoffView | None:
+    if not gaps:
+        return None
+    shown = cutoff_table(gaps)
+    rows = [[str(v) for v in row] for row in shown.itertuples(index=False)]
+    lines = [(g.agent, g.cutoff.isoformat(), g.verdict()) for g in gaps]
+    return CutoffView(CUTOFF_NOTE, lines, (list(shown.columns), rows))
 
 
 @dataclass

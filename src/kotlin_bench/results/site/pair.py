@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RecordError, WorkRecord
@@ -70,6 +72,8 @@ def discordant(
     root: Path, summary: pd.DataFrame, comparisons: list[Comparison], a: str, b: str, page: str
 ) -> list[Discordant]:
     """The tasks only one agent solves (any scope of the comparisons), each with both agents' runs."""
+    import pandas as pd
+
     solver: dict[str, str] = {}
     for c in comparisons:
         for task in c.only_a_tasks:

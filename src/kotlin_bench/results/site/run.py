@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kotlin_bench.core import names
+from kotlin_bench.core.codec import to_json
 from kotlin_bench.core.record import PatchKind, RecordError, RunResult, WorkRecord
+from kotlin_bench.core.record_parts import TestCounts
 from kotlin_bench.dataset.predictions import patch_candidates
 from kotlin_bench.engine.egress import read_egress
 from kotlin_bench.results.outcomes import COLOURS, LABELS, TEXT, outcome_of
@@ -38,6 +40,7 @@ from kotlin_bench.results.site.pages import (
     trajectory_steps,
     usage_rows,
 )
+from kotlin_bench.runs.agents import kind_named
 
 MAX_FILES = 400
 APPLIER_LINES = 15
@@ -101,6 +104,7 @@ class Outcome:
 
 def outcome_section(ctx: RunContext) -> PageSection:
     r = ctx.result
+    work = r.work
     outcome = outcome_of(r.status, r.reason)
     agent = f"{r.agent} (kind {r.kind}" + (f", model {r.model}" if r.model else "") + ")"
     facts = [
@@ -108,12 +112,12 @@ def outcome_section(ctx: RunContext) -> PageSection:
         ("agent", agent),
         ("reward", "-" if r.reward is None else f"{r.reward:g}"),
         ("started", r.started_at),
-        ("image", " ".join(x for x in (r.image, r.image_id) if x) or "-"),
+        ("image", " ".join(x for x in (work.image, work.image_id) if x) or "-"),
         ("harness version", r.harness_version),
     ]
-    if r.agent_timed_out:
+    if work.agent_timed_out:
         facts.append(("agent timed out", "yes"))
-    facts += usage_rows(r.usage, r.solve_tries)
+    facts += usage_rows(work.usage, work.solve_tries)
     facts += [(k, f"{v:g} s" if isinstance(v, int | float) else str(v)) for k, v in r.timings.items()]
     facts += [("failed try", t) for t in r.tries]
     data = Outcome(
@@ -129,13 +133,13 @@ def outcome_section(ctx: RunContext) -> PageSection:
 
 @dataclass
 class Tests:
-    counts: dict[str, Any]
+    counts: TestCounts | None
     categories: list[Category]
 
 
 def tests_section(ctx: RunContext) -> PageSection:
     verifier = ctx.result.verifier
-    data = Tests(verifier.get("counts") or {}, categories(verifier))
+    data = Tests(verifier.counts, categories(verifier))
     return PageSection("tests-section", "Tests: expected against landed", "tests.html.j2", data)
 
 
@@ -223,10 +227,10 @@ def work_section(ctx: RunContext) -> PageSection:
             lines = diff_lines(candidate[:DIFF_BYTES])
             shown = Diff("as normalised", lines, len(candidate.encode()), cut, "", "patch-normalised")
         predicted.candidates.append(Candidate([(s, NORMALISATION_TEXT.get(s, s)) for s in steps], shown))
-    prediction = ctx.result.capture.get("prediction") or {}
-    predicted.applier = prediction.get("applier")
-    predicted.applied_steps = list(prediction.get("normalised") or [])
-    predicted.verified = "prediction" in ctx.result.capture
+    prediction = ctx.result.prediction
+    predicted.applier = prediction.applier if prediction else None
+    predicted.applied_steps = list(prediction.normalised) if prediction else []
+    predicted.verified = prediction is not None
     predicted.message = ctx.result.error if not predicted.applier else None
     predicted.applier_log = applier_messages(ctx.run_dir / names.VERIFIER_LOG)
     return PageSection("work", "The predicted patch", "predicted.html.j2", predicted)
@@ -234,34 +238,36 @@ def work_section(ctx: RunContext) -> PageSection:
 
 def capture_section(ctx: RunContext) -> PageSection:
     r = ctx.result
-    capture = {k: v for k, v in r.capture.items() if k != "prediction"}
-    flags = {k: list(v or []) for k, v in r.flags.items()}
+    capture = to_json(r.capture) if r.capture is not None else {}
+    flags = {str(k): list(v or []) for k, v in r.flags.items()}
     return PageSection(
         "capture", "Capture of the agent's work, and flags", "capture.html.j2", (capture, flags)
     )
 
 
 def trajectory_section(ctx: RunContext) -> PageSection | None:
-    """The agent's trajectory (ATIF): the path its usage names (any kind), else Harbor's trial's."""
+    """The agent's trajectory (ATIF): the path its usage names (any kind), else where the kind's own trial
+    keeps one (`AgentKind.trajectories`: a record older than the usage's `trajectory`)."""
     work = ctx.work_dir
-    named = work / ctx.result.usage.trajectory if ctx.result.usage.trajectory else None
+    usage = ctx.result.work.usage
+    named = work / usage.trajectory if usage.trajectory else None
     if named is not None and named.resolve().is_relative_to(work.resolve()) and named.is_file():
         steps = trajectory_steps(named)
         if steps:
             return PageSection("trajectory", "Trajectory", "trajectory.html.j2", (steps, ctx.link(named)))
-    for trajectory in sorted((ctx.work_dir / names.HARBOR_DIR).glob("jobs/*/*/agent/trajectory.json"))[:1]:
+    kind = kind_named(ctx.result.kind)
+    for trajectory in [p for pattern in kind.trajectories for p in sorted(work.glob(pattern))][:1]:
         steps = trajectory_steps(trajectory)
         if steps:
-            return PageSection(
-                "trajectory", "Harbor trajectory", "trajectory.html.j2", (steps, ctx.link(trajectory))
-            )
+            title = f"{kind.name.capitalize()} trajectory"
+            return PageSection("trajectory", title, "trajectory.html.j2", (steps, ctx.link(trajectory)))
     return None
 
 
 def egress_section(ctx: RunContext) -> PageSection | None:
     """The agent phase's requests through the recording proxy, flagged ones marked."""
-    egress = ctx.result.egress
-    if not egress:
+    egress = ctx.result.work.egress
+    if egress is None:
         return None
     record = ctx.work_dir / names.EGRESS_RECORD
     requests = read_egress(record) if record.is_file() else []

@@ -23,11 +23,25 @@ KINDS: dict[str, AgentKind] = {
     kind.name: kind for kind in (Oracle(), Nop(), Predictions(), Script(), Harbor())
 }
 
-__all__ = ["KINDS", "Agent", "AgentConfigError", "AgentKind", "agent_from_config", "kind_hint", "kind_of"]
+__all__ = [
+    "KINDS",
+    "Agent",
+    "AgentConfigError",
+    "AgentKind",
+    "agent_from_config",
+    "kind_hint",
+    "kind_named",
+    "kind_of",
+]
 
 
 def kind_of(agent: Agent) -> AgentKind:
     return KINDS[agent.kind]
+
+
+def kind_named(name: str) -> AgentKind:
+    """The kind a record names; a kind no longer known (a record of another release) has the defaults."""
+    return KINDS.get(name) or AgentKind()
 
 
 def kind_hint(kind: object) -> str | None:

@@ -4,7 +4,10 @@ A kind checks its own configuration (`check`), names the paths outside the repos
 in its agent phase (`harness_paths`, not counted as the agent's changes) and solves a run (`solve`). Kinds
 that act in our agent container implement `act` only; `solve` then runs the container, the network
 policy and the capture around it (`kotlin_bench.runs.solve.solve_in_container`). A kind that runs a
-trial of its own (Harbor) replaces `solve`.
+trial of its own (Harbor) replaces `solve`, and says what its trial's verifier decided: the run's verdict
+(`verdict`, called by `kotlin_bench.runs.verdict.verdict`), the trial's verifier files (`trial_verifier`);
+its logs, trajectories and the programs it runs on the host are named by the kind too (`logs`,
+`trajectories`, `programs`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from kotlin_bench.runs.agents.config import Agent
 from kotlin_bench.runs.solve import Outcome, SolveContext, solve_in_container
+from kotlin_bench.runs.verdict import RunVerdict, VerdictError
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -30,6 +34,12 @@ class AgentKind:
     harness_paths: ClassVar[tuple[str, ...]] = ()
     needs_image: ClassVar[bool] = True  # the solve step runs in (or on) the task image
     verifies_in_trial: ClassVar[bool] = False  # the kind's own trial runs the verifier too (Harbor)
+    programs: ClassVar[tuple[str, ...]] = ()  # programs the solve step runs on the host (Harbor's CLI)
+    # the kind's own logs, (name, path relative to the work directory), shown on a run's page
+    logs: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # where the kind's own trial keeps the agent's trajectory (globs relative to the work directory), for
+    # records whose usage does not name it
+    trajectories: ClassVar[tuple[str, ...]] = ()
 
     def inputs(self, agent: Agent, task_dir: Path) -> list[Path]:
         """Files the solve step reads besides the task image and its instruction (`task_dir` is the task
@@ -50,3 +60,18 @@ class AgentKind:
         """The agent phase in `container` (the repository is `ctx.task.repo_dir`), under the task's agent
         timeout, with `env` (the phase's network settings); its output goes to `log_path`."""
         raise NotImplementedError(f"agent kind {self.name} does not act in a container")
+
+    def verdict(self, work: WorkRecord, ours: RunVerdict | None) -> RunVerdict:
+        """The run's verdict, given what a verifier of ours says of the work (None: no verifier of ours
+        looked at it): by default ours."""
+        if ours is None:
+            raise VerdictError(
+                f"the work record of {work.agent} on {work.task} (attempt {work.attempt}) has neither a "
+                f"patch to verify nor an outcome: no solve step of kotlin-bench wrote it so"
+            )
+        return ours
+
+    def trial_verifier(self, work: WorkRecord) -> str | None:
+        """Where the kind's own trial left its verifier's files (relative to the work directory), copied
+        beside a result that no verifier of ours made; None: the kind has no trial of its own."""
+        return None

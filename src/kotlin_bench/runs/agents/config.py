@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,6 +15,8 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # keys the solve step does not read at all when unset: left out of the rule parameter then, so that a
 # workspace made before they existed reruns nothing
 OPTIONAL = ("env", "model_hosts", "base_url", "price")
+# keys no run reads (the reports do): never in the rule parameter, so that setting one redoes no run
+REPORT_ONLY = ("cutoff",)
 
 
 class AgentConfigError(ValueError):
@@ -39,6 +43,8 @@ class Agent:
     # the model's prices in LiteLLM's names (input_cost_per_token, output_cost_per_token,
     # cache_read_input_token_cost), as pairs: the cost of tokens a script reports without a cost
     price: tuple[tuple[str, float], ...] = ()
+    # the model's training cutoff: the reports compare its rate on tasks merged before and after it
+    cutoff: date | None = None
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> Agent:
@@ -55,6 +61,7 @@ class Agent:
             model_hosts=tuple(str(h) for h in entry.get("model_hosts") or ()),
             base_url=entry.get("base_url"),
             price=tuple(sorted((str(k), float(v)) for k, v in (entry.get("price") or {}).items())),
+            cutoff=parse_cutoff(entry.get("cutoff"), str(entry.get("name"))),
         )
 
     @classmethod
@@ -69,7 +76,7 @@ class Agent:
 
     def params(self) -> dict[str, Any]:
         """The rule parameter of the agent's solve jobs: its fields, those of `OPTIONAL` only when set."""
-        return {k: v for k, v in asdict(self).items() if k not in OPTIONAL or v}
+        return {k: v for k, v in asdict(self).items() if k not in REPORT_ONLY and (k not in OPTIONAL or v)}
 
     def all_model_hosts(self) -> tuple[str, ...]:
         """`model_hosts`, and the host of `base_url`."""
@@ -94,6 +101,28 @@ class Agent:
         read = price.get("cache_read_input_token_cost", price.get("input_cost_per_token", 0.0))
         cost = (input_tokens - cached) * price.get("input_cost_per_token", 0.0) + cached * read
         return round(cost + output_tokens * price.get("output_cost_per_token", 0.0), 8)
+
+
+def parse_cutoff(value: Any, agent: str) -> date | None:
+    """`cutoff:` of an agent: a day (YAML reads `2025-07-31` as one; a quoted "2025-07-31" is read here)."""
+    if value is None:
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    try:
+        if isinstance(value, str):
+            return date.fromisoformat(value)
+    except ValueError:
+        pass
+    raise AgentConfigError(
+        f"agent {agent}: cutoff: {value!r} is not a day; write the model's training cutoff as YYYY-MM-DD "
+        "(e.g. cutoff: 2025-07-31)"
+    )
+
+
+def agent_cutoffs(agents: Iterable[Agent]) -> dict[str, str]:
+    """The agents' cutoffs as days (`YYYY-MM-DD`) by agent name, those with one: the reports' parameter."""
+    return {a.name: a.cutoff.isoformat() for a in agents if a.cutoff is not None}
 
 
 def _option(value: Any) -> str:

@@ -10,6 +10,7 @@ only verification. A task the file has no line for is a run of the agent too (re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from kotlin_bench.core import names
@@ -47,7 +48,7 @@ class Predictions(AgentKind):
             raise AgentConfigError(str(exc)) from None
         prediction = predictions.get(task.id)
         # the agent's identity is the config's (or the whole file's), the same for every task
-        record.model = agent.model or file_model(predictions)
+        record.key = replace(record.key, model=agent.model or file_model(predictions))
         log = ctx.work_dir / names.AGENT_LOG
         if prediction is None:
             log.write_text(f"predictions: {agent.predictions} has no line for {task.id}\n", encoding="utf-8")
@@ -67,7 +68,7 @@ class Predictions(AgentKind):
                 file_sha256(patch),
                 PatchKind.PREDICTED,
             )
-            record.changed_files = changed_paths(prediction.patch)
-            record.flags = flag_changes(record.changed_files, prediction.patch)
+            record.work.changed_files = changed_paths(prediction.patch)
+            record.work.flags = flag_changes(record.work.changed_files, prediction.patch)
         record.write(ctx.work_dir / names.WORK_FILE)
         return record

@@ -17,6 +17,10 @@ Subcommands:
   exit 1 on a behaviour-changing difference the specification does not list as intended.
 - ``build-bases``: build the manifest's base images (``scripts/build_bases.sh``).
 - ``add-task``: add a pull request as a task, valid only once its validation passes (``kotlin_bench.tools.add_task``).
+- ``harvest``: new tasks from the pull requests repositories merged in a window (``kotlin_bench.tools.harvest``;
+  the workflow's targets ``results/harvest/<owner>/<repo>/<since>_<until>/dataset.json``).
+- ``github-api``: a stand-in GitHub REST API serving the example repositories' pull requests and issues
+  (``kotlin_bench.tools.github_api``; tests, the examples' harvest).
 - ``reproduce``: compare one agent of a finished ``summary.csv`` with a reference (``leaderboard:<row>``,
   ``oracle``, ``nop`` or a CSV), without Docker; prints the verdict and writes what the DAG writes.
 - ``leaderboard``: the published leaderboard's rows and their Harbor configurations (``--write`` generates
@@ -46,7 +50,7 @@ from pathlib import Path
 from kotlin_bench import HARNESS_VERSION, RESULTS_LAYOUT
 from kotlin_bench.dataset.materialize import MaterializeError
 from kotlin_bench.dataset.spec import SpecError
-from kotlin_bench.tools import add_task, model_server
+from kotlin_bench.tools import add_task, github_api, harvest, model_server
 from kotlin_bench.tools.cli import clean, dataset, egress, results
 from kotlin_bench.tools.cli.text import report_error
 from kotlin_bench.tools.root import OUTSIDE, resolve
@@ -56,10 +60,12 @@ DEPRECATED = ("validate",)  # old names kept for one release, not listed
 GROUPS = (
     ("dataset", dataset.register),
     ("dataset", add_task.register),
+    ("dataset", harvest.register),
     ("results", results.register),
     ("engine", clean.register),
     ("engine", egress.register),
     ("agents", model_server.register),
+    ("dataset", github_api.register),
 )
 
 

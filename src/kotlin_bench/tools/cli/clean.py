@@ -111,11 +111,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{root} is not a kotlin-bench workflow directory: {OUTSIDE}")
     activity = scan(root)
     try:
-        client = connect(_engine_of(root)).client
+        engine = connect(_engine_of(root))
     except EngineError as exc:
         report_error(str(exc))
         return 2
-    findings = find(client, Owner.of(root), activity.live(), all_images=args.all_images)
+    findings = find(engine.client, Owner.of(root), activity.live(), all_images=args.all_images)
     out(f"workspace {root} (tag {names.workdir_tag(root)})")
     if findings.leftovers:
         out(render(findings))
@@ -135,7 +135,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         for reason in activity.reasons():
             err(f"  {reason}")
         return REFUSED
-    return report_removals(remove(client, findings))
+    return report_removals(remove(engine, findings))
 
 
 def register(sub: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,12 @@ from kotlin_bench.core.record import errored_results, failed_step_outputs
 from kotlin_bench.dag.progress import PREFIX
 from kotlin_bench.tools.cli.text import err, out, report_error
 from kotlin_bench.tools.cli.text import table as render_table
-from kotlin_bench.tools.root import Rooted, add_root, read_config
+from kotlin_bench.tools.root import DEFAULT_CONFIG, Rooted, add_root, read_config
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """The comparison the aggregate rule makes, for one agent of any finished summary."""
+    from kotlin_bench.results.cutoff import cutoff_gap
     from kotlin_bench.results.reproduce.agent import reproduce_agent
     from kotlin_bench.results.reproduce.plan import ReproducePlan
     from kotlin_bench.results.reproduce.verdicts import merge_verdicts
@@ -40,12 +42,39 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     plan = ReproducePlan.from_config(raw, [args.agent], args.root)
     spec = plan.references[args.agent]
     csv_path, md_path = (args.out / f"{args.agent}{suffix}" for suffix in (".csv", ".md"))
-    verdict = reproduce_agent(args.agent, spec, summary, csv_path, md_path, plan.tolerance, args.root)
+    cutoff = args.cutoff or configured_cutoff(args.root, args.agent)
+    gap = cutoff_gap(summary, args.agent, cutoff) if cutoff else None
+    verdict = reproduce_agent(
+        args.agent, spec, summary, csv_path, md_path, plan.tolerance, args.root, cutoff=gap
+    )
     merge_verdicts([verdict], args.out / Path(names.VERDICTS_JSON).name)
     out(md_path.read_text(encoding="utf-8"))
     out(verdict.line)
+    if gap is not None:
+        out(f"{args.agent} (cutoff {gap.cutoff.isoformat()}): {gap.verdict()}")
     out(f"wrote {md_path}, {csv_path} and {args.out / Path(names.VERDICTS_JSON).name}")
     return 0
+
+
+def configured_cutoff(root: Path, agent: str) -> date | None:
+    """The `cutoff:` of the agent's entry in the workflow's config (None: no config, no such agent, none)."""
+    from kotlin_bench.runs.agents.config import parse_cutoff
+
+    try:
+        config = read_config(root / DEFAULT_CONFIG)
+    except (OSError, ValueError):
+        return None
+    entries = [a for a in config.get("agents") or [] if isinstance(a, dict) and a.get("name") == agent]
+    return parse_cutoff(entries[0].get("cutoff"), agent) if entries else None
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a day; write YYYY-MM-DD (e.g. 2025-07-31)"
+        ) from None
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -263,6 +292,12 @@ def register(sub: Any) -> None:
     add_root(p)
     p.add_argument(
         "--tolerance", type=float, help="rate references: allowed |ours - reference| (default 0.05)"
+    )
+    p.add_argument(
+        "--cutoff",
+        type=_day,
+        help="the model's training cutoff (YYYY-MM-DD): its rate on tasks merged before and after it "
+        "(default: the agent's cutoff: in the config, if any)",
     )
     p.set_defaults(func=cmd_reproduce)
 
