@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from kotlin_bench.dataset.materialize import UpstreamSource
-from kotlin_bench.dataset.spec import SpecError, ValidationMark, load_dataset, put_task, task_entry
+from kotlin_bench.dataset.spec import (
+    SpecError,
+    ValidationMark,
+    entry_text,
+    load_dataset,
+    put_task,
+    task_entry,
+)
 from kotlin_bench.tools.add_task import (
     AddTaskError,
     Releases,
@@ -21,6 +28,7 @@ from kotlin_bench.tools.add_task import (
     new_entry,
     parse_ref,
     read_pull_request,
+    task_dates,
     task_id_for,
 )
 from kotlin_bench.validation.records import TaskValidation
@@ -175,6 +183,45 @@ def test_a_pull_request_without_an_issue_or_record(upstream, calc, tmp_path: Pat
         AddTaskError, match=r"examples_calc-2: source: pull request #2: not in the cache .*, and offline"
     ):
         read_pull_request("examples_calc-2", calc, 2, empty)
+
+
+def test_the_task_is_dated_from_its_records(upstream, calc, tmp_path: Path) -> None:
+    """The pull request's merged_at and its first issue's created_at, in UTC, each with its record as the
+    source; a record without the date leaves the key out; an issue without a record is a `source` error."""
+    issues = tmp_path / "issues/examples/calc"
+    (issues / "pulls").mkdir(parents=True)
+    merged = pull(2, "Fixes #1", merged_at="2024-03-01T12:30:00+02:00")
+    (issues / "pulls/2.json").write_text(json.dumps(merged))
+    source = UpstreamSource(
+        mirrors=upstream["source"].mirrors, issues_cache=tmp_path / "issues", offline=True
+    )
+    found = read_pull_request("examples_calc-2", calc, 2, source)
+    with pytest.raises(AddTaskError, match=r"examples_calc-2: source: issue #1: not in the cache"):
+        task_dates("examples_calc-2", calc, found, source)
+    (issues / "1.json").write_text(
+        json.dumps({"number": 1, "title": "w", "created_at": "2024-02-28T08:00:00Z"})
+    )
+    api = "GitHub REST API GET /repos/examples/calc"
+    assert task_dates("examples_calc-2", calc, found, source) == {
+        "merged_at": {"value": "2024-03-01T10:30:00Z", "source": f"{api}/pulls/2: merged_at"},
+        "issue_opened_at": {"value": "2024-02-28T08:00:00Z", "source": f"{api}/issues/1: created_at"},
+    }
+    (issues / "pulls/2.json").write_text(json.dumps(pull(2, "Fixes #1", merged_at=None)))
+    unmerged = read_pull_request("examples_calc-2", calc, 2, source)
+    assert list(task_dates("examples_calc-2", calc, unmerged, source)) == ["issue_opened_at"]
+
+
+def test_the_writer_of_entries_puts_a_dated_fact_on_one_line_as_the_specification_does() -> None:
+    """put_task's text of an entry is the entry, with each date on one line as in the committed spec (so an
+    entry add-task writes and one written by hand look alike; examples_calc-6 is compared whole in
+    tests/test_validation_e2e.py)."""
+    text = SPEC.read_text()
+    for entry in json.loads(text)["tasks"]:
+        written = entry_text(entry)
+        assert json.loads(written) == entry, entry["id"]
+        for key in ("merged_at", "issue_opened_at"):
+            line = f'"{key}": {json.dumps(entry[key], ensure_ascii=False)}'
+            assert line in written and line in text, (entry["id"], key)
 
 
 def test_the_entry_goes_into_the_specification_pending(upstream, calc, tmp_path: Path) -> None:

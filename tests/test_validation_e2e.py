@@ -187,17 +187,19 @@ def test_a_pull_request_that_does_not_exist(bare: Workspace) -> None:
 
 
 def test_a_pull_request_without_test_files(bare: Workspace) -> None:
-    bare.write("examples/bases/calc/upstream/pulls/98.patch", _readme_patch())
+    # Numbered below the committed pull requests: the main branch of the upstream repository stays the
+    # last of those, which the later merges of `merges` apply to (make-upstream-repo.sh).
+    bare.write("examples/bases/calc/upstream/pulls/2.patch", _readme_patch())
     bare.write(
-        "examples/issues/examples/calc/pulls/98.json",
-        json.dumps({"number": 98, "title": "Docs", "body": "Fixes #3"}),
+        "examples/issues/examples/calc/pulls/2.json",
+        json.dumps({"number": 2, "title": "Docs", "body": "Fixes #3"}),
     )
     before = (bare.root / SPEC).read_text()
     out = subprocess.run(
-        [*ADD, "examples/calc#98"], cwd=bare.root, capture_output=True, text=True, timeout=600
+        [*ADD, "examples/calc#2"], cwd=bare.root, capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 1, out.stdout[-2000:]
-    assert "error: examples_calc-98: source: the diff" in out.stderr
+    assert "error: examples_calc-2: source: the diff" in out.stderr
     assert "has no test file: none of ['README.md'] matches the test_paths ['**/src/test/**']" in out.stderr
     assert (bare.root / SPEC).read_text() == before
 

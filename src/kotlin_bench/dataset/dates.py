@@ -81,3 +81,30 @@ def date_problems(merged: Dated | None, issue_opened: Dated | None) -> list[str]
     if merged_day and opened_day and opened_day > merged_day:
         return [f"issue_opened_at {issue_opened.value} is after merged_at {merged.value}"]  # type: ignore[union-attr]
     return []
+
+
+def utc_time(text: object) -> str | None:
+    """An API record's time (ISO 8601, any offset) as UTC `YYYY-MM-DDTHH:MM:SSZ`; None when it is not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def api_dates(
+    repository: str, pr: int, merged_at: str | None, issue: int | None, issue_opened_at: str | None
+) -> dict[str, Any]:
+    """A new task's dates with their sources, as the GitHub REST API's records of its pull request and of
+    the first issue it resolves give them (the harvest and add-task read those): only the dates known."""
+    api = f"GitHub REST API GET /repos/{repository}"
+    dates: dict[str, Any] = {}
+    if merged_at:
+        dates["merged_at"] = Dated(merged_at, f"{api}/pulls/{pr}: merged_at").to_json()
+    if issue_opened_at and issue is not None:
+        dates["issue_opened_at"] = Dated(issue_opened_at, f"{api}/issues/{issue}: created_at").to_json()
+    return dates

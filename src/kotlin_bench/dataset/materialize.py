@@ -397,10 +397,18 @@ def upstream_warmup_patch(task: TaskSpec, repo: Path) -> bytes:
 
 def fetch_issue(task: TaskSpec, number: int, source: UpstreamSource) -> dict[str, Any]:
     """The issue's JSON (title, body, ...), from the cache or the GitHub REST API (then cached)."""
+    return fetch_repository_issue(task.id, task.repository, number, source)
+
+
+def fetch_repository_issue(
+    task_id: str, repository: Repository, number: int, source: UpstreamSource
+) -> dict[str, Any]:
+    """An issue of `repository` as `fetch_issue` reads it, for a task not yet in the specification."""
+    owner, repo = repository.owner, repository.repo
     return fetch_github(
-        f"{task.id}: issue #{number}",
-        f"/repos/{task.owner}/{task.repo}/issues/{number}",
-        source.issues_dir / task.owner / task.repo / f"{number}.json",
+        f"{task_id}: issue #{number}",
+        f"/repos/{owner}/{repo}/issues/{number}",
+        source.issues_dir / owner / repo / f"{number}.json",
         source,
     )
 

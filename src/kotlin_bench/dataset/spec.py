@@ -88,7 +88,7 @@ from kotlin_bench.core.names import image_parts
 from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dataset import artifacts as stated
-from kotlin_bench.dataset.dates import Dated, date_problems
+from kotlin_bench.dataset.dates import DATE_KEYS, Dated, date_problems
 
 SCHEMA_PATH = names.DATASET_SCHEMA
 
@@ -637,6 +637,17 @@ def _task_spans(text: str, source: Path) -> tuple[list[tuple[int, int]], int]:
     return spans, pos
 
 
+def entry_text(entry: Mapping[str, Any]) -> str:
+    """A task's entry as the specification holds it: indented by two, each dated fact on one line."""
+    dated = {k: v for k, v in entry.items() if k in DATE_KEYS and isinstance(v, Mapping)}
+    body = json.dumps(
+        {k: f"\0{k}" if k in dated else v for k, v in entry.items()}, indent=2, ensure_ascii=False
+    )
+    for key, value in dated.items():
+        body = body.replace(json.dumps(f"\0{key}"), json.dumps(value, ensure_ascii=False))
+    return body
+
+
 def put_task(path: Path, entry: Mapping[str, Any]) -> Dataset:
     """Add the task `entry` to the specification at `path`, or replace the task with its id, editing only
     that task's text (the rest of the file keeps its formatting); the result must validate."""
@@ -646,7 +657,7 @@ def put_task(path: Path, entry: Mapping[str, Any]) -> Dataset:
     ids = [t.get("id") for t in data["tasks"]]
     line_start = text.rfind("\n", 0, spans[0][0] if spans else close) + 1
     indent = " " * (spans[0][0] - line_start) if spans else "    "
-    body = json.dumps(dict(entry), indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
+    body = entry_text(entry).replace("\n", "\n" + indent)
     if entry["id"] in ids:
         start, end = spans[ids.index(entry["id"])]
         updated = text[:start] + body + text[end:]

@@ -13,7 +13,9 @@ Steps, each named in errors (`<task>: <step>: ...`):
    - the base commit: the record's `base.sha` when the repository has it, else the merge base of the
      head and the default branch (the head's parent when the pull request is already on that branch);
    - the diff `base...head` split by the repository's `test_paths` into test and fix files; both must
-     be there.
+     be there;
+   - the task's dates (`kotlin_bench.dataset.dates`): the record's `merged_at` and the `created_at` of
+     the first issue it resolves, each with that record as its source.
 2. `spec`: the task goes into the specification (`validation: pending`; the base image and the test
    command of the repository's other tasks unless `--base-image`/`--test-command`) and its directory is
    generated (`kotlin_bench.dataset.generate.generate`).
@@ -44,6 +46,7 @@ import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.render import error_line
+from kotlin_bench.dataset.dates import api_dates, utc_time
 from kotlin_bench.dataset.generate import generate
 from kotlin_bench.dataset.globs import split_paths
 from kotlin_bench.dataset.materialize import (
@@ -53,6 +56,7 @@ from kotlin_bench.dataset.materialize import (
     build_mirrors,
     changed_files,
     fetch_pull,
+    fetch_repository_issue,
     materialize,
     open_repository,
     pull_request_head,
@@ -101,6 +105,7 @@ class PullRequest:
     issues: tuple[int, ...]
     fix_files: tuple[str, ...]
     test_files: tuple[str, ...]
+    merged_at: str | None = None  # the record's, in UTC; None: not merged (or not said)
 
 
 def parse_ref(text: str) -> tuple[str, str, int]:
@@ -153,7 +158,21 @@ def read_pull_request(
         raise AddTaskError(
             task_id, Step.SOURCE, f"the diff {span} changes test files only ({test}): there is no fix"
         )
-    return PullRequest(number, head, base, tuple(found), tuple(fix), tuple(test))
+    merged = utc_time(record.get("merged_at"))
+    return PullRequest(number, head, base, tuple(found), tuple(fix), tuple(test), merged)
+
+
+def task_dates(
+    task_id: str, repository: Repository, pull: PullRequest, source: UpstreamSource
+) -> dict[str, Any]:
+    """Step `source`: the task's dates (`kotlin_bench.dataset.dates`), from the records of its pull request
+    and of the first issue it resolves."""
+    first = pull.issues[0]
+    try:
+        opened = utc_time(fetch_repository_issue(task_id, repository, first, source).get("created_at"))
+    except MaterializeError as exc:
+        raise AddTaskError(task_id, Step.SOURCE, str(exc)) from None
+    return api_dates(repository.name, pull.number, pull.merged_at, first, opened)
 
 
 def _only(values: set[str], what: str, task_id: str, option: str) -> str:
@@ -378,7 +397,7 @@ def add_task(options: Options) -> tuple[str, list[str]]:
     pull = read_pull_request(task_id, repository, number, source, options.issues)
     entry = new_entry(
         dataset, task_id, repository, pull, options.base_image, options.test_command, options.releases
-    )
+    ) | task_dates(task_id, repository, pull, source)
     try:
         dataset = put_task(options.spec, entry)
     except SpecError as exc:

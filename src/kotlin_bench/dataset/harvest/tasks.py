@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kotlin_bench.dataset.dates import Dated
+from kotlin_bench.dataset.dates import api_dates
 from kotlin_bench.dataset.harvest.records import Screened
 from kotlin_bench.dataset.pulls import task_id_for
 from kotlin_bench.dataset.spec import INIT_SCRIPTS, Base, Dataset, SpecError, ValidationMark, parse_dataset
@@ -96,14 +96,10 @@ def entry(
 
 def _dates(screened: Screened) -> dict[str, Any]:
     """The entry's dates with their sources: the API's records the harvest read."""
-    api = f"GitHub REST API GET /repos/{screened.repository}"
-    dates: dict[str, Any] = {}
-    if screened.merged_at:
-        dates["merged_at"] = Dated(screened.merged_at, f"{api}/pulls/{screened.number}: merged_at").to_json()
-    if screened.issue_opened_at and screened.issues:
-        source = f"{api}/issues/{screened.issues[0]}: created_at"
-        dates["issue_opened_at"] = Dated(screened.issue_opened_at, source).to_json()
-    return dates
+    first = screened.issues[0] if screened.issues else None
+    return api_dates(
+        screened.repository, screened.number, screened.merged_at, first, screened.issue_opened_at
+    )
 
 
 def read_spec(path: Path) -> dict[str, Any]:
