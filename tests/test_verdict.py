@@ -19,10 +19,11 @@ from kotlin_bench.core.record_parts import (
     PatchApplied,
     Status,
     Verdict,
+    VerdictError,
     VerifierReport,
 )
 from kotlin_bench.runs.agents import kind_named
-from kotlin_bench.runs.verdict import Stamp, VerdictError, VerifierOutput, verdict
+from kotlin_bench.runs.verdict import Stamp, VerifierOutput, verdict
 
 WORKS = Path(__file__).parent / "golden/records/works"
 STAMP = Stamp(

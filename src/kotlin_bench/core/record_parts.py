@@ -254,6 +254,50 @@ class Verdict:
     detail: str | None = None
 
 
+@dataclass(frozen=True)
+class RunVerdict:
+    """A run's verdict before it is a result: the reward, the reason of an unresolved run and its raw
+    codes, an error message, the verifier's report, the flags its verification raised, and ours when the
+    run's verdict is a trial's own (`fresh`)."""
+
+    reward: float
+    reason: str | None = None
+    detail: str | None = None
+    error: str | None = None
+    report: VerifierReport = field(default_factory=VerifierReport)
+    flags: Flags = field(default_factory=dict)
+    fresh: Verdict | None = None
+
+    @classmethod
+    def scored(
+        cls,
+        reward: float,
+        reason: str | None = None,
+        detail: str | None = None,
+        *,
+        error: str | None = None,
+        report: VerifierReport | None = None,
+        flags: Flags | None = None,
+    ) -> RunVerdict:
+        """Reward 1 is resolved (no reason); anything else unresolved with `reason` and `detail`."""
+        resolved = reward == 1.0
+        return cls(
+            reward,
+            None if resolved else reason,
+            None if resolved else detail,
+            error=error,
+            report=report or VerifierReport(),
+            flags=flags or {},
+        )
+
+    @property
+    def status(self) -> Status:
+        return Status.RESOLVED if self.reward == 1.0 else Status.UNRESOLVED
+
+    def as_verdict(self) -> Verdict:
+        return Verdict(self.reward, self.reason, self.detail)
+
+
 @dataclass
 class TrialVerdict:
     """The verdict of a kind's own trial that verified in the agent's container (a Harbor trial; the work
@@ -275,3 +319,7 @@ class ModelOutageClaim:
 
     claim: str
     confirmed: bool = False
+
+
+class VerdictError(RuntimeError):
+    """A work record no verdict can be made on (neither a patch to verify nor an outcome)."""

@@ -40,13 +40,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kotlin_bench.core import retrieval, versions
 from kotlin_bench.core.retrieval import coordinate_matches
-
-if TYPE_CHECKING:
-    from kotlin_bench.dataset.spec import Repository, TaskSpec
 
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _GROUP = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"
@@ -267,11 +264,13 @@ def read_artifacts(
     return out
 
 
-def need_problems(task: TaskSpec, artifacts: Artifacts | None) -> list[str]:
+def need_problems(
+    base_build: Sequence[Need], fix_releases: Sequence[str], artifacts: Artifacts | None
+) -> list[str]:
     """A base-build need of the project's own artifact at or after a release the fix shipped in (both
     orders): the base would already hold the fix, so the facts disagree."""
     problems = []
-    for need in task.base_build:
+    for need in base_build:
         group, artifact = need.coordinate.group, need.coordinate.artifact
         if (
             need.coordinate.scope is not Scope.ARTIFACT
@@ -279,7 +278,7 @@ def need_problems(task: TaskSpec, artifacts: Artifacts | None) -> list[str]:
             or not artifacts.covers(group, artifact)
         ):
             continue
-        for fix in task.fix_releases:
+        for fix in fix_releases:
             if (
                 versions.maven_compare(need.version, fix) >= 0
                 and versions.gradle_compare(need.version, fix) >= 0
@@ -291,9 +290,17 @@ def need_problems(task: TaskSpec, artifacts: Artifacts | None) -> list[str]:
     return problems
 
 
-def task_facts(repository: Repository, task: TaskSpec) -> retrieval.Facts:
-    """What the retrieval rule knows of one task (`kotlin_bench.core.retrieval.Facts`)."""
-    artifacts, github = repository.artifacts, repository.github
+def task_facts(
+    *,
+    artifacts: Artifacts | None,
+    github: GithubNames | None,
+    upstream: str,
+    base_version: str | None,
+    fix_releases: tuple[str, ...],
+    base_build: Sequence[Need],
+) -> retrieval.Facts:
+    """What the retrieval rule knows of one task (`kotlin_bench.core.retrieval.Facts`): its repository's
+    artifacts, GitHub names and URL, and the task's own releases and base-build needs."""
     return retrieval.Facts(
         coordinates=tuple(str(c) for c in artifacts.patterns) if artifacts else (),
         plugin_ids=tuple(p.id for p in artifacts.plugin_ids) if artifacts else (),
@@ -308,10 +315,10 @@ def task_facts(repository: Repository, task: TaskSpec) -> retrieval.Facts:
         )
         if artifacts
         else (),
-        upstream=repository.url,
+        upstream=upstream,
         other_names=tuple(n.name for n in github.names) if github else (),
         github_id=github.id if github else None,
-        base_version=task.base_version,
-        fix_releases=task.fix_releases,
-        base_build=tuple(retrieval.Need(str(n.coordinate), n.version) for n in task.base_build),
+        base_version=base_version,
+        fix_releases=fix_releases,
+        base_build=tuple(retrieval.Need(str(n.coordinate), n.version) for n in base_build),
     )

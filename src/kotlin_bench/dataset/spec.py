@@ -294,7 +294,15 @@ class TaskSpec:
 
     def retrieval_facts(self) -> Facts:
         """What the egress record's retrieval rule knows of the task (`kotlin_bench.core.retrieval`)."""
-        return stated.task_facts(self.repository, self)
+        repository = self.repository
+        return stated.task_facts(
+            artifacts=repository.artifacts,
+            github=repository.github,
+            upstream=repository.url,
+            base_version=self.base_version,
+            fix_releases=self.fix_releases,
+            base_build=self.base_build,
+        )
 
     @property
     def warmup(self) -> Warmup:
@@ -534,7 +542,9 @@ def parse_dataset(data: Any, path: Path | None = None) -> Dataset:
             issue_opened=Dated.parse(t.get("issue_opened_at")),
         )
         problems.extend(f"{where}: {p}" for p in _task_problems(task))
-        problems.extend(f"{where}.{p}" for p in stated.need_problems(task, repo.artifacts))
+        problems.extend(
+            f"{where}.{p}" for p in stated.need_problems(task.base_build, task.fix_releases, repo.artifacts)
+        )
         if task.id in seen_ids:
             problems.append(f"{where}.id: duplicate task id")
         seen_ids.add(task.id)

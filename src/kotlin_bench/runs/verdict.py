@@ -33,21 +33,15 @@ from kotlin_bench.core.record import PatchKind, RunResult, WorkRecord
 from kotlin_bench.core.record_parts import (
     EngineInfo,
     Flag,
-    Flags,
     PatchApplied,
-    Status,
+    RunVerdict,
     Timings,
-    Verdict,
     VerifierReport,
 )
 from kotlin_bench.scoring.reasons import Reason, classify, detail_of, raw_reasons
 
 if TYPE_CHECKING:
     from kotlin_bench.runs.agents.base import AgentKind
-
-
-class VerdictError(RuntimeError):
-    """A work record no verdict can be made on (neither a patch to verify nor an outcome)."""
 
 
 @dataclass(frozen=True)
@@ -83,50 +77,6 @@ class Stamp:
     work_sha256: str | None = None
     image_id: str | None = None
     seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class RunVerdict:
-    """A run's verdict before it is a result: the reward, the reason of an unresolved run and its raw
-    codes, an error message, the verifier's report, the flags its verification raised, and ours when the
-    run's verdict is a trial's own (`fresh`)."""
-
-    reward: float
-    reason: str | None = None
-    detail: str | None = None
-    error: str | None = None
-    report: VerifierReport = field(default_factory=VerifierReport)
-    flags: Flags = field(default_factory=dict)
-    fresh: Verdict | None = None
-
-    @classmethod
-    def scored(
-        cls,
-        reward: float,
-        reason: str | None = None,
-        detail: str | None = None,
-        *,
-        error: str | None = None,
-        report: VerifierReport | None = None,
-        flags: Flags | None = None,
-    ) -> RunVerdict:
-        """Reward 1 is resolved (no reason); anything else unresolved with `reason` and `detail`."""
-        resolved = reward == 1.0
-        return cls(
-            reward,
-            None if resolved else reason,
-            None if resolved else detail,
-            error=error,
-            report=report or VerifierReport(),
-            flags=flags or {},
-        )
-
-    @property
-    def status(self) -> Status:
-        return Status.RESOLVED if self.reward == 1.0 else Status.UNRESOLVED
-
-    def as_verdict(self) -> Verdict:
-        return Verdict(self.reward, self.reason, self.detail)
 
 
 def verdict(

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from kotlin_bench.core.record_parts import RunVerdict, VerdictError
 from kotlin_bench.runs.agents.config import Agent
 from kotlin_bench.runs.solve import Outcome, SolveContext, solve_in_container
-from kotlin_bench.runs.verdict import RunVerdict, VerdictError
 
 if TYPE_CHECKING:
     from docker.models.containers import Container

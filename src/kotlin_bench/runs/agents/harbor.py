@@ -44,7 +44,15 @@ import yaml
 from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import file_sha256
 from kotlin_bench.core.record import Usage, WorkRecord
-from kotlin_bench.core.record_parts import CaptureOutcome, Flag, Status, Timings, TrialVerdict, VerifierReport
+from kotlin_bench.core.record_parts import (
+    CaptureOutcome,
+    Flag,
+    RunVerdict,
+    Status,
+    Timings,
+    TrialVerdict,
+    VerifierReport,
+)
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine import egress
 from kotlin_bench.runs import handoff
@@ -62,7 +70,6 @@ from kotlin_bench.runs.budget import solve_budget_sec
 from kotlin_bench.runs.model_api import ModelOutage, redact
 from kotlin_bench.runs.solve import SolveContext, clear, record_egress
 from kotlin_bench.runs.tamper import changed_paths, flag_changes
-from kotlin_bench.runs.verdict import RunVerdict
 from kotlin_bench.scoring.reasons import classify, detail_of, raw_reasons
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
