@@ -83,17 +83,21 @@ def date_problems(merged: Dated | None, issue_opened: Dated | None) -> list[str]
     return []
 
 
+def utc(when: datetime) -> str:
+    """A time as the specifications write it: ISO 8601 in UTC, `2026-01-14T16:05:00Z` (naive: UTC)."""
+    aware = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def utc_time(text: object) -> str | None:
-    """An API record's time (ISO 8601, any offset) as UTC `YYYY-MM-DDTHH:MM:SSZ`; None when it is not one."""
+    """An API record's time (ISO 8601 with its offset) as `utc` writes it; None when it is not one."""
     if not isinstance(text, str):
         return None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc(moment) if moment.tzinfo else None
 
 
 def api_dates(

@@ -28,8 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from kotlin_bench.core.fsutil import write_if_changed
+from kotlin_bench.dataset.dates import utc
 from kotlin_bench.dataset.github import Client, NotFound
-from kotlin_bench.dataset.harvest.records import IssueRecord, PullRecord, Screened, Window, malformed, utc
+from kotlin_bench.dataset.harvest.records import IssueRecord, PullRecord, Screened, Window, malformed
 from kotlin_bench.dataset.harvest.rules import (
     Caps,
     Reason,

@@ -75,12 +75,6 @@ def malformed(exc: ValidationError) -> str:
     return "; ".join(problems) + more
 
 
-def utc(when: datetime) -> str:
-    """ISO 8601 in UTC, as the harvested specification writes dates: `2026-01-14T16:05:00Z`."""
-    aware = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 @dataclass(frozen=True)
 class Window:
     """Pull requests merged (or closed) from `since` (inclusive) to `until` (exclusive), UTC days."""
