@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -290,8 +289,3 @@ def build_site(inputs: SiteInputs) -> BuildReport:
     text = render_live(site, inputs.root)
     site.page(names.SITE_LIVE, _digest(text), lambda: text)
     return site.finish()
-
-
-def relative_results(root: Path, paths: Iterable[str | Path]) -> list[Path]:
-    """Run record paths relative to the workflow directory (as rules list them)."""
-    return [Path(os.path.relpath(root / p, root)) for p in paths]
