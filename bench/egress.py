@@ -105,14 +105,16 @@ def _server(engine: Any, image: str, tls: Path) -> Any:
 
 
 def _client(engine: Any, image: str, key: str, tls: Path) -> Any:
-    container = containers.start(engine, image, key, LABELS, 2, 2048, 4096)
+    container = containers.start(engine, image, key, LABELS, cpus=2, memory_mb=2048, pids=4096)
     bundle = container.exec_run(["cat", egress.BUNDLE]).output + (tls / "ca.crt").read_bytes()
     containers.put_files(container, "/etc/ssl/certs", {"ca-certificates.crt": bundle})
     containers.put_files(container, "/tmp", {"client.py": CLIENT.encode()})
     return container
 
 
-def measure_downloads(ctx: Context, engine: Any, image: str, tls: Path, outside: Any, rep: int) -> list[Row]:
+def measure_downloads(
+    ctx: Context, engine: Any, image: str, *, tls: Path, outside: Any, rep: int
+) -> list[Row]:
     rows = []
     variants = ["direct", "recorded", "hosts"]
     for variant in variants[rep % 3 :] + variants[: rep % 3]:
@@ -171,14 +173,25 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
             started = time.monotonic()
             image = smk.task_image(config, task)
             runner.solve_step(
-                task, Agent("bench-egress", "oracle"), rep + 1, run_dir / names.WORK_DIR, image,
-                handoff.Limits.from_config(config.get("capture", {})), Path.cwd(), None,
-                egress.EgressPolicy(record=record), task_facts(),
-            )  # fmt: skip
+                task,
+                Agent("bench-egress", "oracle"),
+                rep + 1,
+                run_dir / names.WORK_DIR,
+                image=image,
+                limits=handoff.Limits.from_config(config.get("capture", {})),
+                root=Path.cwd(),
+                engine=None,
+                egress=egress.EgressPolicy(record=record),
+                facts=task_facts(),
+            )
             result = runner.verify_step(
-                task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
-                functools.partial(smk.task_image, config, task), VerifierOptions.from_config(config.get("verifier", {})),
-            )  # fmt: skip
+                task,
+                run_dir / names.WORK_DIR / names.WORK_FILE,
+                run_dir,
+                repeat=1,
+                image=functools.partial(smk.task_image, config, task),
+                options=VerifierOptions.from_config(config.get("verifier", {})),
+            )
             seconds = time.monotonic() - started
         ok = result.status == "resolved"
         rows.append(Row("egress", "single_run", str(record), TASK, rep, "wall_sec", seconds, ok=ok))
@@ -205,9 +218,17 @@ def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
             started = time.monotonic()
             try:
                 work = runner.solve_step(
-                    task, agent, rep + 1, work_dir, image, handoff.Limits.from_config(config.get("capture", {})),
-                    Path.cwd(), smk.configured_engine(config), policy, facts,
-                )  # fmt: skip
+                    task,
+                    agent,
+                    rep + 1,
+                    work_dir,
+                    image=image,
+                    limits=handoff.Limits.from_config(config.get("capture", {})),
+                    root=Path.cwd(),
+                    engine=smk.configured_engine(config),
+                    egress=policy,
+                    facts=facts,
+                )
             except Exception as exc:  # the row says why; the other variant still runs
                 rows.append(Row("egress", "harbor_trial", variant, TASK, rep, "wall_sec", time.monotonic() - started,
                                 ok=False, note=str(exc)[-300:]))  # fmt: skip
@@ -257,7 +278,7 @@ def run(ctx: Context) -> None:
     network.ensure_proxy_image(engine)
     with _server(engine, image, tls) as outside:
         for rep in range(ctx.reps):
-            ctx.recorder.add(*measure_downloads(ctx, engine, image, tls, outside, rep))
+            ctx.recorder.add(*measure_downloads(ctx, engine, image, tls=tls, outside=outside, rep=rep))
             ctx.recorder.add(*measure_run(ctx, rep))
     if not HARBOR_BIN.exists():
         log(f"egress harbor trials skipped: {HARBOR_BIN} missing (scripts/setup_harbor.sh)")
@@ -315,7 +336,7 @@ def measure_fence(engine: Engine, rep: int) -> list[Row]:
     variants = ["fenced", "unfenced"]
     for variant in variants[rep % 2 :] + variants[: rep % 2]:
         key = f"bench-fence.{uuid.uuid4().hex[:8]}.1"
-        container = containers.start(engine, FENCE_IMAGE, key, LABELS, 1, 256, 256)
+        container = containers.start(engine, FENCE_IMAGE, key, LABELS, cpus=1, memory_mb=256, pids=256)
         spent: dict[str, float] = {}
         try:
             with unfenced() if variant == "unfenced" else timed_fence(spent):

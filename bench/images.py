@@ -201,7 +201,7 @@ def checks(workspace: Path, policy: str, code: int, final: Sample) -> tuple[bool
 
 
 def run_policy(
-    ctx: Context, workspace: Path, policy: str, rep: int, sizes: Sizes, bases: list[str]
+    ctx: Context, workspace: Path, policy: str, *, rep: int, sizes: Sizes, bases: list[str]
 ) -> list[Row]:
     reset(workspace)
     write_config(workspace, attempts=1, agents=AGENTS, keep=policy, tasks="all")
@@ -258,7 +258,7 @@ def run(ctx: Context) -> None:
         for rep in range(ctx.rounds):
             order = POLICIES if rep % 2 == 0 else tuple(reversed(POLICIES))
             for policy in order:
-                rows = run_policy(ctx, workspace, policy, rep, sizes, bases)
+                rows = run_policy(ctx, workspace, policy, rep=rep, sizes=sizes, bases=bases)
                 ctx.recorder.add(*rows)
                 value = {r.metric: r.value for r in rows}
                 log(

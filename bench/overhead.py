@@ -114,11 +114,22 @@ def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) 
     limits = handoff.Limits.from_config(config.get("capture", {}))
     engine = smk.configured_engine(config)
     image = smk.task_image(config, task)
-    runner.solve_step(task, Agent(AGENT, "oracle"), attempt, work_dir, image, limits, Path.cwd(), engine)
+    runner.solve_step(
+        task,
+        Agent(AGENT, "oracle"),
+        attempt,
+        work_dir,
+        image=image,
+        limits=limits,
+        root=Path.cwd(),
+        engine=engine,
+    )
     options = VerifierOptions.from_config(config.get("verifier", {}))
     # As workflow/scripts/verify.py: the verify step asks for the image only when the work needs a verdict.
     image_of = functools.partial(smk.task_image, config, task)
-    return runner.verify_step(task, work_dir / names.WORK_FILE, run_dir, 1, image_of, options, engine)
+    return runner.verify_step(
+        task, work_dir / names.WORK_FILE, run_dir, repeat=1, image=image_of, options=options, engine=engine
+    )
 
 
 def measure_runner(ctx: Context, task: Task, rep: int) -> list[Row]:

@@ -242,7 +242,7 @@ class Outcome:
 
 
 def run_container(
-    task: dict, repo: dict, defaults: dict, scenarios: list[str], extra: dict[str, Path], limits: bool
+    task: dict, repo: dict, defaults: dict, scenarios: list[str], *, extra: dict[str, Path], limits: bool
 ) -> Outcome:
     base = task["base_commit"] if re.fullmatch(r"[0-9a-f]{40}", task.get("base_commit") or "") else "main"
     stdin = io.BytesIO()
@@ -280,7 +280,7 @@ def run_container(
 
 def harvest(task: dict, repo: dict, defaults: dict, out_dir: Path, limits: bool) -> dict:
     started = time.monotonic()
-    outcome = run_container(task, repo, defaults, ["run", "test", "fix"], {}, limits)
+    outcome = run_container(task, repo, defaults, ["run", "test", "fix"], extra={}, limits=limits)
     for scenario in ("test", "fix"):
         if outcome.apply_error(scenario):
             raise SystemExit(f"{task['id']}: {scenario}: {outcome.apply_error(scenario)}")
@@ -316,7 +316,7 @@ def harvest(task: dict, repo: dict, defaults: dict, out_dir: Path, limits: bool)
 def verify(task: dict, repo: dict, defaults: dict, expected: dict, limits: bool) -> list[tuple[str, bool]]:
     extra = {p.stem: p for p in sorted((HERE / "patches" / task["id"]).glob("*.patch"))}
     scenarios = ["nop", "oracle"] + [f"extra:{name}" for name in extra]
-    outcome = run_container(task, repo, defaults, scenarios, extra, limits)
+    outcome = run_container(task, repo, defaults, scenarios, extra=extra, limits=limits)
     verdicts = []
     for scenario in scenarios:
         label = scenario.removeprefix("extra:")

@@ -230,7 +230,9 @@ def test_the_entry_goes_into_the_specification_pending(upstream, calc, tmp_path:
     before = spec.read_text()
     dataset = load_dataset(spec)
     found = read_pull_request("examples_calc-2", calc, 2, upstream["source"])
-    entry = new_entry(dataset, "examples_calc-2", calc, found, None, None, Releases())
+    entry = new_entry(
+        dataset, "examples_calc-2", calc, found, base_image=None, test_command=None, releases=Releases()
+    )
     assert entry["base_image"] == "kotlin-bench/examples_calc:base"  # the repository's only base
     assert entry["test_command"] == "ktest ."  # that of its other tasks
     assert entry["validation"] == "pending" and entry["expected_counts"] is None
@@ -266,7 +268,16 @@ def test_kotlin_bench_says_which_tasks_are_not_valid(
     spec = tmp_path / "dataset.json"
     shutil.copy(SPEC, spec)
     found = read_pull_request("examples_calc-2", calc, 2, upstream["source"])
-    put_task(spec, new_entry(load_dataset(spec), "examples_calc-2", calc, found, None, None, Releases()))
+    entry = new_entry(
+        load_dataset(spec),
+        "examples_calc-2",
+        calc,
+        found,
+        base_image=None,
+        test_command=None,
+        releases=Releases(),
+    )
+    put_task(spec, entry)
     assert main(["status", "--spec", str(spec), "--tasks-dir", str(tmp_path / "tasks")]) == 0
     out = capsys.readouterr().out
     assert any(line.startswith("examples_calc-2") and " pending " in line for line in out.splitlines()), out

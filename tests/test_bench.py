@@ -129,7 +129,7 @@ def test_the_summary_reports_the_harvest_ratios() -> None:
     assert "| listing again | 0.50 | - | 10 | yes |" in text
 
 
-def _row(section: str, variant: str, metric: str, value: float, rep: int = 0, ok: bool = True) -> Row:
+def _row(section: str, variant: str, metric: str, value: float, *, rep: int = 0, ok: bool = True) -> Row:
     return Row(section, "x", variant, "all", rep, metric, value, ok=ok)
 
 

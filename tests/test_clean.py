@@ -247,7 +247,15 @@ def build(client: Any, root: Path, dockerfile: str, tag: str, ours: bool = True)
     (context / "Dockerfile").write_text(dockerfile, encoding="utf-8")
     if ours:
         engine = connect()  # the workspaces here run on the default engine, Docker
-        return stream_build(engine, context, "Dockerfile", tag, 120, io.StringIO(), Path(names.BUILD_LEDGER))
+        return stream_build(
+            engine,
+            context,
+            "Dockerfile",
+            tag,
+            timeout=120,
+            log=io.StringIO(),
+            ledger=Path(names.BUILD_LEDGER),
+        )
     for _ in client.api.build(path=str(context), tag=tag, rm=True, decode=True):
         pass
     found = image_id(client, tag)
@@ -277,7 +285,7 @@ def test_images_no_record_names_and_the_build_cache_go_and_all_images_releases_k
         task = load_task(ws.root / EXAMPLE_TASKS / TASK, require_materialized=False)
         repo_key, tag = names.image_parts(task.base_image)
         base = ws.root / names.base_sentinel(repo_key, tag)  # FROM the base recorded, as the rule builds
-        built = build_task_image(task, tmp_path / "build.log", sentinel, base).id
+        built = build_task_image(task, tmp_path / "build.log", sentinel, base_sentinel=base).id
         os.utime(sentinel, ns=(made, made))
         name = names.built_task_image(task.image)
         replaced = names.built_task_image("kotlin-bench/examples_calc:pr-999")  # a task image no record names

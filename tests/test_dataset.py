@@ -582,6 +582,7 @@ def _prepare_files(
     clone: Path,
     base: str,
     steps: list[Any],
+    *,
     on_failure: str = "ignore",
     test_env: dict[str, str] | None = None,
     after: str | None = None,
@@ -670,7 +671,12 @@ def test_prepare_exports_the_test_env_and_aborts_as_published(
     clone, base = history["clone"], history["base"]
     command = 'mkdir -p build && echo "$CLI_TEST_MAX_DURATION_IN_SECONDS" > build/seen && exit 4'
     env = _prepare_files(
-        tmp_path, clone, base, [command], "abort", {"CLI_TEST_MAX_DURATION_IN_SECONDS": "60"}
+        tmp_path,
+        clone,
+        base,
+        [command],
+        on_failure="abort",
+        test_env={"CLI_TEST_MAX_DURATION_IN_SECONDS": "60"},
     )
     proc = _script("prepare.sh", env)
     assert proc.returncode == 4, proc.stderr  # a failing warm-up stops the image build
@@ -686,7 +692,7 @@ def test_prepare_applies_a_warmup_patch(history: dict[str, Any], tmp_path: Path,
         {"apply": "warmup.patch"},
         "grep -q fixed src/A.kt",
     ]
-    env = _prepare_files(tmp_path, clone, base, steps, "abort", after=after)
+    env = _prepare_files(tmp_path, clone, base, steps, on_failure="abort", after=after)
     warmup = (
         (tmp_path / "warmup.sh").read_text().replace("/home/warmup.patch", str(tmp_path / "warmup.patch"))
     )

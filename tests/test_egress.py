@@ -168,7 +168,9 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
     lab: Lab, tmp_path: Path
 ) -> None:
     key = f"egresstest.{uuid.uuid4().hex[:8]}.1"
-    container = containers.start(lab.engine, lab.image, key, {"kotlin-bench.test": "egress"}, 2, 2048, 4096)
+    container = containers.start(
+        lab.engine, lab.image, key, {"kotlin-bench.test": "egress"}, cpus=2, memory_mb=2048, pids=4096
+    )
     try:
         # The task image trusts the repository's CA, as the examples' toolchain trusts the stand-in's.
         bundle = _file(container, egress.BUNDLE) + (lab.tls / "ca.crt").read_bytes()
@@ -322,11 +324,25 @@ def test_a_script_agent_that_downloads_the_fix_is_flagged_or_refused_and_scored(
             for policy in (egress.Retrieval.FLAG, egress.Retrieval.BLOCK):
                 run_dir = tmp_path / str(policy)
                 work = runner.solve_step(
-                    task, agent, 1, run_dir / names.WORK_DIR, image, handoff.Limits(), tmp_path, settings,
-                    egress.EgressPolicy(retrieval=policy), FACTS,
-                )  # fmt: skip
-                result = runner.verify_step(task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
-                                            lambda: image, None, settings)  # fmt: skip
+                    task,
+                    agent,
+                    1,
+                    run_dir / names.WORK_DIR,
+                    image=image,
+                    limits=handoff.Limits(),
+                    root=tmp_path,
+                    engine=settings,
+                    egress=egress.EgressPolicy(retrieval=policy),
+                    facts=FACTS,
+                )
+                result = runner.verify_step(
+                    task,
+                    run_dir / names.WORK_DIR / names.WORK_FILE,
+                    run_dir,
+                    repeat=1,
+                    image=lambda: image,
+                    engine=settings,
+                )
                 results[policy] = (work, result, (run_dir / names.WORK_DIR / names.AGENT_LOG).read_text())
     finally:
         server.remove(force=True)
@@ -403,11 +419,25 @@ def test_an_agent_that_goes_around_the_proxy_to_the_host_gets_nothing_and_is_fla
     run_dir = tmp_path / "run"
     with contextlib.chdir(tmp_path):
         work = runner.solve_step(
-            task, agent, 1, run_dir / names.WORK_DIR, image, handoff.Limits(), tmp_path, DOCKER,
-            egress.EgressPolicy(retrieval=egress.Retrieval.BLOCK), FACTS,
-        )  # fmt: skip
-        result = runner.verify_step(task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
-                                    lambda: image, None, DOCKER)  # fmt: skip
+            task,
+            agent,
+            1,
+            run_dir / names.WORK_DIR,
+            image=image,
+            limits=handoff.Limits(),
+            root=tmp_path,
+            engine=DOCKER,
+            egress=egress.EgressPolicy(retrieval=egress.Retrieval.BLOCK),
+            facts=FACTS,
+        )
+        result = runner.verify_step(
+            task,
+            run_dir / names.WORK_DIR / names.WORK_FILE,
+            run_dir,
+            repeat=1,
+            image=lambda: image,
+            engine=DOCKER,
+        )
     log = (run_dir / names.WORK_DIR / names.AGENT_LOG).read_text()
     assert "fetch failed: [Errno 111] Connection refused" in log and "unpacked" not in log, log
     gateway = log.split("gateway ", 1)[1].split()[0]

@@ -326,7 +326,9 @@ class Site:
     def start(self, phase: str, memory_mb: int) -> Any:
         """A container of the task image, as a phase container starts it."""
         labels = self.labels() | {names.LABEL_PHASE: phase}
-        return containers.start(self.engine, self.image, self.key, labels, 1, memory_mb, 4096)
+        return containers.start(
+            self.engine, self.image, self.key, labels, cpus=1, memory_mb=memory_mb, pids=4096
+        )
 
 
 @pytest.fixture(scope="module")
@@ -368,6 +370,7 @@ def hand_off(
     site: Site,
     tmp: Path,
     thing: str,
+    *,
     fix: bool = True,
     limits: handoff.Limits | None = None,
     task: Task | None = None,
@@ -389,15 +392,17 @@ def hand_off(
             + thing
         )
         env = {"KOTLIN_BENCH_INSTRUCTION": "/dev/null", "KOTLIN_BENCH_BASE_COMMIT": task.base_commit}
-        containers.run(agent, script, 600, tmp / "agent.log", task.repo_dir if not setup else "/", env)
+        containers.run(
+            agent, script, 600, tmp / "agent.log", workdir=task.repo_dir if not setup else "/", env=env
+        )
         record = handoff.capture(
             agent,
             task,
             limits or handoff.Limits(),
             tmp / "agent.diff",
             tmp / "capture.log",
-            site.image,
-            site.labels(),
+            image=site.image,
+            labels=site.labels(),
         )
         skip = set(IGNORED) | {x.path for x in record.left_out}
         agent_tree = (
@@ -405,7 +410,7 @@ def hand_off(
         )
         verifier = start("verifier")
         if setup:
-            containers.run(verifier, setup, 60, tmp / "verifier.log", "/")
+            containers.run(verifier, setup, 60, tmp / "verifier.log", workdir="/")
         applied = handoff.apply_diff(verifier, task, tmp / "agent.diff", tmp / "verifier.log")
         verifier_tree = _manifest(verifier, task.repo_dir, skip)
     finally:
@@ -757,7 +762,7 @@ def test_the_agent_log_is_written_while_the_agent_runs(site: Site, tmp_path: Pat
     script = "echo first line; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo last line"
     finished: list[containers.ExecResult] = []
     runner = threading.Thread(
-        target=lambda: finished.append(containers.run(container, script, 120, log, "/"))
+        target=lambda: finished.append(containers.run(container, script, 120, log, workdir="/"))
     )
     try:
         runner.start()

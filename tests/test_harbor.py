@@ -99,10 +99,10 @@ def test_command_carries_model_kwargs_and_overlay(tmp_path: Path) -> None:
         "harbor",
         tmp_path / "t",
         "claude-code",
-        "anthropic/claude-x",
-        tmp_path / "j",
-        {"b": "2", "a": "1"},
-        tmp_path / "o.yaml",
+        model="anthropic/claude-x",
+        jobs_dir=tmp_path / "j",
+        kwargs={"b": "2", "a": "1"},
+        extra_compose=tmp_path / "o.yaml",
     )
     assert cmd[:4] == ["harbor", "run", "-p", str(tmp_path / "t")]
     assert cmd[cmd.index("-m") + 1] == "anthropic/claude-x"

@@ -234,8 +234,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def harvest_of(served: dict[str, Any], tmp: Path, repo: str, window: Window = JANUARY) -> Harvest:
     mirror = str(served["mirrors"] / "examples" / repo)
-    return Harvest(EXAMPLES.repositories[f"examples/{repo}"], window, Caps(), tmp / repo / "pulls", tmp / "records",
-                   UpstreamSource(mirrors={f"examples/{repo}": mirror}))  # fmt: skip
+    return Harvest(
+        repository=EXAMPLES.repositories[f"examples/{repo}"],
+        window=window,
+        caps=Caps(),
+        ledger=tmp / repo / "pulls",
+        records=tmp / "records",
+        source=UpstreamSource(mirrors={f"examples/{repo}": mirror}),
+    )
 
 
 CALC = {
@@ -303,9 +309,13 @@ def test_an_outage_ends_the_listing_and_the_next_run_goes_on_from_there(github_a
     window = Window.of("2026-01-01", "2026-02-01")
     repository = load_dataset(REPO / "examples/dataset.json").repositories["examples/calc"]
     harvest = Harvest(
-        repository.__class__(**{**repository.__dict__, "name": "acme/many"}), window, Caps(), tmp_path / "pulls",
-        tmp_path / "records", UpstreamSource(mirrors={"acme/many": str(tmp_path / "no-history")}),
-    )  # fmt: skip
+        repository=repository.__class__(**{**repository.__dict__, "name": "acme/many"}),
+        window=window,
+        caps=Caps(),
+        ledger=tmp_path / "pulls",
+        records=tmp_path / "records",
+        source=UpstreamSource(mirrors={"acme/many": str(tmp_path / "no-history")}),
+    )
     api.api.set_faults(Fault.parse("503:page=2"))
     with pytest.raises(GitHubError, match=r"^acme/many pull requests, page 2: GET "):
         screen_window(client(api, tmp_path, retries=1)[0], harvest, print)

@@ -93,18 +93,18 @@ def test_build_records_image_id_and_fails_clearly(tmp_path: Path) -> None:
     os_entry, good, bad = parse_manifest(manifest)
     client = docker.from_env()
     try:
-        build_base(os_entry, tmp_path, tmp_path / "logs/os.log", tmp_path / "s/os.json", 600)
-        build_base(good, tmp_path, tmp_path / "logs/one.log", tmp_path / "s/one.json", 600)
+        build_base(os_entry, tmp_path, tmp_path / "logs/os.log", tmp_path / "s/os.json", timeout=600)
+        build_base(good, tmp_path, tmp_path / "logs/one.log", tmp_path / "s/one.json", timeout=600)
         first = read_sentinel(tmp_path / "s/one.json")
         assert first.image == "kotlin-bench/testimg:one"
         assert first.id == client.images.get("kotlin-bench/testimg:one").id
         write(tmp_path / "img/hello.txt", "two\n")  # a changed context gives a new image
-        build_base(good, tmp_path, tmp_path / "logs/one.log", tmp_path / "s/one.json", 600)
+        build_base(good, tmp_path, tmp_path / "logs/one.log", tmp_path / "s/one.json", timeout=600)
         assert read_sentinel(tmp_path / "s/one.json").id != first.id
         with pytest.raises(
             ImageError, match=r"building kotlin-bench/testimg:bad failed: .*returned a non-zero code: 3"
         ):
-            build_base(bad, tmp_path, tmp_path / "logs/bad.log", tmp_path / "s/bad.json", 600)
+            build_base(bad, tmp_path, tmp_path / "logs/bad.log", tmp_path / "s/bad.json", timeout=600)
         assert not (tmp_path / "s/bad.json").exists()
         assert "exit 3" in (tmp_path / "logs/bad.log").read_text()
         assert json.loads((tmp_path / "s/os.json").read_text())["image"] == "kotlin-bench/os:bookworm"

@@ -71,5 +71,5 @@ def test_a_container_whose_creation_was_interrupted_is_looked_for_by_its_run_key
     client = _Client()
     engine = SimpleNamespace(client=client, unlimited=(), settings=EngineSettings())
     with pytest.raises(KeyboardInterrupt):
-        containers.start(engine, "image", "agent.task.1.abcd1234", {}, 1.0, 512, 4096)  # type: ignore[arg-type]
+        containers.start(engine, "image", "agent.task.1.abcd1234", {}, cpus=1.0, memory_mb=512, pids=4096)  # type: ignore[arg-type]
     assert client.listed == [{"label": f"{names.LABEL_RUN}=agent.task.1.abcd1234"}]

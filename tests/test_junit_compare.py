@@ -65,6 +65,7 @@ def result(passed: Sequence[str] = (), failed: Sequence[str] = (), skipped: Sequ
 
 
 def expected(
+    *,
     f2p: Sequence[str] = (),
     p2p: Sequence[str] = (),
     s2p: Sequence[str] = (),

@@ -71,7 +71,13 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         assert trial_hosts(agent)[0] in PROVIDER_HOSTS.values()  # its trial runs on the record
         jobs = tmp_path_factory.mktemp(f"{slug}-jobs")
         commands[slug] = command(
-            "harbor", stage, agent.harbor_agent or "", agent.model, jobs, dict(agent.kwargs), None
+            "harbor",
+            stage,
+            agent.harbor_agent or "",
+            model=agent.model,
+            jobs_dir=jobs,
+            kwargs=dict(agent.kwargs),
+            extra_compose=None,
         )
     return commands
 

@@ -206,9 +206,17 @@ def test_terminus_2_retrieving_the_fix_is_refused_under_block(
         task = load_task(solved / "examples/tasks" / TASK)
         policy, facts = smk.configured_egress(config, {"retrieval": "block"}, TASK)
         work = runner.solve_step(
-            task, agent, 1, tmp_path / "work", smk.task_image(config, task), handoff.Limits(), solved,
-            smk.configured_engine(config), policy, facts,
-        )  # fmt: skip
+            task,
+            agent,
+            1,
+            tmp_path / "work",
+            image=smk.task_image(config, task),
+            limits=handoff.Limits(),
+            root=solved,
+            engine=smk.configured_engine(config),
+            egress=policy,
+            facts=facts,
+        )
     assert work.trial_verdict is not None and work.trial_verdict.reward == 0.0, work.trial_verdict
     egress = work.work.egress
     assert work.work.flags["retrieval"] == [FIX_URL] and egress is not None and egress.blocked == 1

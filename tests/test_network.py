@@ -192,7 +192,9 @@ def lab(engine: EngineSettings) -> Iterator[Lab]:
 def task(lab: Lab) -> Iterator[tuple[Any, str]]:
     """A task-like container started like the runner's (default network, run label), and its run key."""
     key = f"nettest.{uuid.uuid4().hex[:8]}.1"
-    container = containers.start(lab.engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256, 256)
+    container = containers.start(
+        lab.engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, cpus=1, memory_mb=256, pids=256
+    )
     try:
         yield container, key
     finally:
@@ -575,7 +577,7 @@ def test_jvms_of_an_example_agent_phase_print_what_they_print_bare_and_keep_to_t
 ) -> None:
     key = f"nettest.{uuid.uuid4().hex[:8]}.1"
     labels = {"kotlin-bench.test": "network"}
-    container = containers.start(lab.engine, example_image, key, labels, 2, 2048, 4096)
+    container = containers.start(lab.engine, example_image, key, labels, cpus=2, memory_mb=2048, pids=4096)
     try:
         bare = container.exec_run(["bash", "-c", JAVA_VERSION]).output
         jdks = jvmproxy.jdk_net_properties(container)
@@ -791,7 +793,7 @@ class Fenced:
 
 
 def fenced_phase(
-    engine: Engine, container: Any, key: str, port: int, others: list[tuple[str, int]], setup: Any
+    engine: Engine, container: Any, key: str, *, port: int, others: list[tuple[str, int]], setup: Any
 ) -> Fenced:
     """An allowlist phase (recorded by `setup`) that allows this host's main address, and what it met:
     `others` and the proxy's own address on the default network are tried besides the host's."""
@@ -849,7 +851,12 @@ def test_an_allowlist_phase_reaches_its_proxy_and_nothing_else(
     container, key = task
     table = f"table inet {network.fence.table_name(network.network_name(key))}"
     fenced = fenced_phase(
-        lab.engine, container, key, host_service, [(lab.server_ip, 8000)], recording(tmp_path, policy)
+        lab.engine,
+        container,
+        key,
+        port=host_service,
+        others=[(lab.server_ip, 8000)],
+        setup=recording(tmp_path, policy),
     )
     refusals = assert_fenced(fenced)
     assert table in fenced.tables and table not in _nft_tables()
@@ -881,11 +888,15 @@ def test_rootless_podman_leaves_no_way_around_the_proxy(
     engine = connect(rootless.engine)
     assert engine.podman and engine.rootless
     key = f"nettest.{uuid.uuid4().hex[:8]}.1"
-    container = containers.start(engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, 1, 256, 256)
+    container = containers.start(
+        engine, TEST_IMAGE, key, {"kotlin-bench.test": "network"}, cpus=1, memory_mb=256, pids=256
+    )
     try:
         capabilities = sh(container, "echo caps=$(grep CapEff /proc/self/status | cut -f2)")["caps"]
         assert not int(capabilities, 16) & (1 << 13), capabilities  # CAP_NET_RAW
-        fenced = fenced_phase(engine, container, key, host_service, [], recording(tmp_path, "block"))
+        fenced = fenced_phase(
+            engine, container, key, port=host_service, others=[], setup=recording(tmp_path, "block")
+        )
         assert assert_fenced(fenced) == [] and fenced.refused is None
         away = {t: o for t, o in fenced.seen.items() if t[1] not in ("127.0.0.1", "0.0.0.0")}
         assert {o for o, _ in away.values()} <= {"ENETUNREACH", "EADDRNOTAVAIL"}, away

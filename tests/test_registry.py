@@ -108,6 +108,7 @@ def test_a_failed_push_raises_and_leaves_no_registry_tag(
 
 
 def test_push_pull_by_digest_and_a_moved_tag_is_refused(
+    *,
     eng: Engine,
     client: docker.DockerClient,
     tmp_path: Path,
@@ -162,8 +163,8 @@ def test_build_bases_pushes_what_it_builds(
         tmp_path / "manifest",
         tmp_path,
         tmp_path / "logs",
-        None,
-        False,
+        only=None,
+        rebuild=False,
         registry=registry,
         settings=eng.settings,
     )
@@ -176,6 +177,7 @@ def test_build_bases_pushes_what_it_builds(
 
 
 def test_a_run_pulls_its_image_by_digest_and_refuses_a_moved_tag(
+    *,
     eng: Engine,
     client: docker.DockerClient,
     tmp_path: Path,

@@ -196,7 +196,7 @@ def test_the_examples_classes_of_requests_through_the_recording_proxy(
     image = read_sentinel(finished_examples.root / names.task_sentinel(TASK)).id
     key = f"retrievalexamples.{uuid.uuid4().hex[:8]}.1"
     labels = {"kotlin-bench.test": "retrieval-examples"}
-    container = containers.start(engine, image, key, labels, 2, 2048, 4096)
+    container = containers.start(engine, image, key, labels, cpus=2, memory_mb=2048, pids=4096)
     try:
         containers.put_files(container, "/tmp", {"agent.py": AGENT.encode()})
         # `block` first: the self-applying build's fetches happen here (Gradle's cache has them after)

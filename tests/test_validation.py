@@ -40,6 +40,7 @@ def phase(
     root: Path,
     label: str,
     statuses: dict[str, str] | None,
+    *,
     problem: str | None = None,
     output: str = "",
     error: str | None = None,

@@ -17,5 +17,14 @@ with logged(sm.log[0]):
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
     engine = configured_engine(sm.config)
-    build_base(entry, root, log, Path(sm.output[0]), sm.params.timeout, parents, registry, engine)
+    build_base(
+        entry,
+        root,
+        log,
+        Path(sm.output[0]),
+        timeout=sm.params.timeout,
+        parents=parents,
+        registry=registry,
+        settings=engine,
+    )
     print(f"built {image}" + (f", pushed to {registry.url}" if registry else ""))

@@ -15,7 +15,14 @@ with logged(sm.log[0]):
     base_sentinel = Path(sm.input[0])  # the first input is the base image's sentinel (kotlin_bench.dag.plan)
     registry = configured_registry(sm.config)
     log = Path(sm.log[0]).with_suffix(".build.log")
-    build_task_image(task, log, Path(sm.output[0]), base_sentinel, registry, configured_engine(sm.config))
+    build_task_image(
+        task,
+        log,
+        Path(sm.output[0]),
+        base_sentinel=base_sentinel,
+        registry=registry,
+        settings=configured_engine(sm.config),
+    )
     # a build from the rule supersedes an image a job built again after a release (engine.retention)
     Path(names.task_image_rebuilt(task.id)).unlink(missing_ok=True)
     print(f"built {task.image}" + (f", pushed to {registry.url}" if registry else ""))

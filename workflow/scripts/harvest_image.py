@@ -32,9 +32,9 @@ with logged(sm.log[0]):
             task,
             log,
             sentinel,
-            Path(sm.input[0]),
-            configured_registry(sm.config),
-            configured_engine(sm.config),
+            base_sentinel=Path(sm.input[0]),
+            registry=configured_registry(sm.config),
+            settings=configured_engine(sm.config),
         )
         built = read_sentinel(sentinel)
         record.built, record.image, record.id = True, built.image, built.id

@@ -59,13 +59,24 @@ with logged(sm.log[0]):
                 engine = configured_engine(sm.config)
                 policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
                 work = runner.solve_step(
-                    task, agent, attempt, work_dir, image, limits, root, engine, policy, facts
+                    task,
+                    agent,
+                    attempt,
+                    work_dir,
+                    image=image,
+                    limits=limits,
+                    root=root,
+                    engine=engine,
+                    egress=policy,
+                    facts=facts,
                 )
             except Exception as exc:
                 if not tries.failed(exc):
                     backoff_after_outage(sm.config, agent.name, exc, tries.number)
                     raise
-                work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
+                work = runner.record_solve_error(
+                    task, agent, attempt, work_dir, error=exc, tries=tries.history()
+                )
         if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)
             work.work.solve_tries, work.tries = tries.number, work.tries or tries.history()
             work.write(work_dir / names.WORK_FILE)

@@ -36,11 +36,15 @@ with logged(sm.log[0]):
             options = VerifierOptions.from_config(sm.params.verifier)
             image = partial(task_image, sm.config, task)
             engine = configured_engine(sm.config)
-            result = runner.verify_step(task, work_path, verify_dir, repeat, image, options, engine)
+            result = runner.verify_step(
+                task, work_path, verify_dir, repeat=repeat, image=image, options=options, engine=engine
+            )
         except Exception as exc:
             if not tries.failed(exc):
                 raise
-            result = runner.record_verify_error(task, work_path, verify_dir, repeat, exc, tries.history())
+            result = runner.record_verify_error(
+                task, work_path, verify_dir, repeat=repeat, error=exc, tries=tries.history()
+            )
     print(
         f"{result.task} {result.agent} attempt {result.attempt} verification {repeat}: {result.status} "
         f"reward={result.reward} {result.reason or ''}"

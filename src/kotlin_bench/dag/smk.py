@@ -147,7 +147,12 @@ def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
     writes = [Path(path).parent for path in (*script.output, *script.log)]
     config = script.config
     check_job(
-        job_label(script), job, configured_disk(config), writes, uses_engine, engine=configured_engine(config)
+        job_label(script),
+        job,
+        configured_disk(config),
+        writes,
+        uses_engine=uses_engine,
+        engine=configured_engine(config),
     )
 
 

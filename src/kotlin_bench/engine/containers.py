@@ -90,6 +90,7 @@ def start(
     image: str,
     run_key: str,
     labels: dict[str, str],
+    *,
     cpus: float,
     memory_mb: int,
     pids: int,
@@ -153,6 +154,7 @@ def run(
     script: str,
     timeout: float,
     log_path: Path,
+    *,
     workdir: str | None = None,
     env: dict[str, str] | None = None,
 ) -> ExecResult:
@@ -307,6 +309,7 @@ def stream(
     argv: list[str],
     out: BinaryIO,
     err: BinaryIO,
+    *,
     timeout: float,
     max_out: int,
     workdir: str | None = None,
@@ -368,6 +371,7 @@ def stream(
 def output(
     container: Container,
     script: str,
+    *,
     workdir: str | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 600,
@@ -380,7 +384,15 @@ def output(
     """
     stdout = io.BytesIO()
     done = stream(
-        container, ["bash", "-c", script], stdout, io.BytesIO(), timeout, max_bytes, workdir, env, 0.0
+        container,
+        ["bash", "-c", script],
+        stdout,
+        io.BytesIO(),
+        timeout=timeout,
+        max_out=max_bytes,
+        workdir=workdir,
+        env=env,
+        grace=0.0,
     )
     if done.exit_code is None or done.timed_out:
         return -1, b""

@@ -394,6 +394,7 @@ def check_job(
     job: Job,
     needs: DiskNeeds,
     writes: Sequence[Path],
+    *,
     uses_engine: bool = True,
     results: Path = Path(names.RESULTS),
     engine: EngineSettings | None = None,

@@ -265,6 +265,7 @@ def stream_build(
     context: Path,
     dockerfile: str,
     tag: str,
+    *,
     timeout: float,
     log: Any,
     ledger: Path | None = None,
@@ -416,6 +417,7 @@ def _finish(
     engine: Engine,
     image: str,
     found: str,
+    *,
     started: float,
     sentinel: Path,
     registry: Registry | None,
@@ -445,6 +447,7 @@ def build_base(
     repo_root: Path,
     log_path: Path,
     sentinel: Path,
+    *,
     timeout: float,
     parents: Iterable[Path] = (),
     registry: Registry | None = None,
@@ -470,17 +473,18 @@ def build_base(
                 context,
                 entry.dockerfile(repo_root).name,
                 entry.image,
-                timeout,
-                log,
-                Path(names.BUILD_LEDGER),
+                timeout=timeout,
+                log=log,
+                ledger=Path(names.BUILD_LEDGER),
             )
-        _finish(engine, entry.image, found, started, sentinel, registry, log)
+        _finish(engine, entry.image, found, started=started, sentinel=sentinel, registry=registry, log=log)
 
 
 def build_task_image(
     task: Task,
     log_path: Path,
     sentinel: Path,
+    *,
     base_sentinel: Path | None = None,
     registry: Registry | None = None,
     settings: EngineSettings | None = None,
@@ -505,11 +509,21 @@ def build_task_image(
             task.path / "environment",
             "Dockerfile",
             name,
-            task.environment.build_timeout_sec,
-            log,
-            Path(names.BUILD_LEDGER),
+            timeout=task.environment.build_timeout_sec,
+            log=log,
+            ledger=Path(names.BUILD_LEDGER),
         )
-        return _finish(engine, name, found, started, sentinel, registry, log, replaces, task.base_image)
+        return _finish(
+            engine,
+            name,
+            found,
+            started=started,
+            sentinel=sentinel,
+            registry=registry,
+            log=log,
+            replaces=replaces,
+            base=task.base_image,
+        )
 
 
 def order_recipes(recipes: list[BaseRecipe], repo_root: Path) -> list[BaseRecipe]:
@@ -539,6 +553,7 @@ def build_manifest_images(
     manifest: Path,
     repo_root: Path,
     logs_dir: Path,
+    *,
     only: list[str] | None,
     rebuild: bool,
     timeout: float = BASE_BUILD_TIMEOUT_SEC,
@@ -562,5 +577,5 @@ def build_manifest_images(
         print(f"build {entry.image} ...", flush=True)
         sentinel = repo_root / names.base_sentinel(entry.repo_key, entry.tag)
         log = logs_dir / "base" / entry.repo_key / f"{entry.tag}.log"
-        build_base(entry, repo_root, log, sentinel, timeout, registry=registry, settings=settings)
+        build_base(entry, repo_root, log, sentinel, timeout=timeout, registry=registry, settings=settings)
         print(f"built {entry.image} ({read_sentinel(sentinel).seconds}s, log {log})", flush=True)

@@ -234,7 +234,7 @@ def ensure_proxy_image(engine: Engine, recorded: bool = False) -> str:
             return tag
         log = io.StringIO()
         try:
-            stream_build(engine, directory, "Dockerfile", tag, PROXY_BUILD_TIMEOUT, log)
+            stream_build(engine, directory, "Dockerfile", tag, timeout=PROXY_BUILD_TIMEOUT, log=log)
         except ImageError as exc:
             raise NetworkError(f"{exc}; build log tail:\n{log.getvalue()[-2000:]}") from None
     return tag

@@ -68,6 +68,7 @@ class PhaseContainer:
         key: str,
         labels: dict[str, str],
         limits: Limits,
+        *,
         hostname: str | None = None,
         phase: Phase | None = None,
     ) -> None:
@@ -106,9 +107,9 @@ class PhaseContainer:
                 self.image,
                 self.key,
                 self.labels,
-                limits.cpus,
-                limits.memory_mb,
-                limits.pids,
+                cpus=limits.cpus,
+                memory_mb=limits.memory_mb,
+                pids=limits.pids,
                 hostname=self.hostname,
                 extra_hosts=self.extra_hosts(),
             )
@@ -165,7 +166,7 @@ class PhaseContainer:
         env: dict[str, str] | None = None,
     ) -> containers.ExecResult:
         """Run a bash script under a deadline, its output appended to `log_path`."""
-        return containers.run(self.container, script, timeout, log_path, workdir, env)
+        return containers.run(self.container, script, timeout, log_path, workdir=workdir, env=env)
 
     def copy_in(self, source: Path, dest: str) -> None:
         containers.copy_dir_in(self.container, source, dest)

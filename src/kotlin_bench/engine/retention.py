@@ -144,7 +144,7 @@ def release(engine: Engine, task_id: str, purpose: Purpose) -> Release:
     with _locked(task_id):
         _, record = current(task_id)
         outcome, detail = _remove(engine, record)
-        return _write_release(record, task_id, purpose, outcome, detail, names.RESULTS)
+        return _write_release(record, task_id, purpose, outcome, detail, results=names.RESULTS)
 
 
 def record_release(
@@ -154,11 +154,11 @@ def record_release(
     removes it itself, leaving its parents alone): `releaser` is one of `RELEASERS`."""
     with _locked(task_id, results):
         _, record = current(task_id, results)
-        return _write_release(record, task_id, releaser, outcome, detail, results)
+        return _write_release(record, task_id, releaser, outcome, detail, results=results)
 
 
 def _write_release(
-    record: Sentinel, task_id: str, releaser: str, outcome: Outcome, detail: str, results: str
+    record: Sentinel, task_id: str, releaser: str, outcome: Outcome, detail: str, *, results: str
 ) -> Release:
     now = datetime.now(UTC).isoformat()
     done = Release(record.image, record.id, now, outcome, detail, record.size)
@@ -217,7 +217,9 @@ def _build_again(engine: Engine, task: Task, record: Sentinel, log: Path) -> Pat
     print(
         f"{record.image} ({record.id[:19]}) is not in the engine: building it again (log {log})", flush=True
     )
-    made = build_task_image(task, log, rebuilt, base, None, engine.settings, replaces=record.id)
+    made = build_task_image(
+        task, log, rebuilt, base_sentinel=base, settings=engine.settings, replaces=record.id
+    )
     print(
         f"{made.image}: built again as {made.id[:19]} in {made.seconds:.0f}s; runs made on "
         f"{record.id[:19]} keep their verdicts, jobs from now on use the new image",

@@ -42,7 +42,7 @@ MCNEMAR = "exact McNemar"
 SIGN_TEST = "exact sign test"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     """Agent a against agent b on the tasks both ran (one attempt, or every attempt)."""
 
@@ -149,10 +149,27 @@ def compare_attempt(a: pd.Series, b: pd.Series, names: tuple[str, str], scope: s
     low, high = newcombe_paired_interval(both, n_a, n_b, neither)
     boot = paired_bootstrap(a.to_numpy(), b.to_numpy())
     return Comparison(
-        *names, scope, len(a), both, n_a, n_b, neither, float(a.mean()), float(b.mean()),
-        float(a.mean() - b.mean()), low, high, NEWCOMBE, *boot, mcnemar_exact(n_a, n_b), MCNEMAR,
-        _tasks(only_a), _tasks(only_b),
-    )  # fmt: skip
+        agent_a=names[0],
+        agent_b=names[1],
+        scope=scope,
+        tasks=len(a),
+        both=both,
+        only_a=n_a,
+        only_b=n_b,
+        neither=neither,
+        rate_a=float(a.mean()),
+        rate_b=float(b.mean()),
+        difference=float(a.mean() - b.mean()),
+        ci_low=low,
+        ci_high=high,
+        ci_method=NEWCOMBE,
+        bootstrap_low=boot[0],
+        bootstrap_high=boot[1],
+        p_value=mcnemar_exact(n_a, n_b),
+        test=MCNEMAR,
+        only_a_tasks=_tasks(only_a),
+        only_b_tasks=_tasks(only_b),
+    )
 
 
 def compare_over_attempts(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> Comparison:
@@ -163,11 +180,27 @@ def compare_over_attempts(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, st
     higher, lower = int((rate_a > rate_b).sum()), int((rate_a < rate_b).sum())
     boot = paired_bootstrap(rate_a.to_numpy(), rate_b.to_numpy())
     return Comparison(
-        *names, OVER_ATTEMPTS, len(a), int((ever_a & ever_b).sum()), int(only_a.sum()), int(only_b.sum()),
-        int((~ever_a & ~ever_b).sum()), float(rate_a.mean()), float(rate_b.mean()),
-        float(rate_a.mean() - rate_b.mean()), *boot, BOOTSTRAP, *boot, mcnemar_exact(higher, lower),
-        SIGN_TEST, _tasks(only_a), _tasks(only_b),
-    )  # fmt: skip
+        agent_a=names[0],
+        agent_b=names[1],
+        scope=OVER_ATTEMPTS,
+        tasks=len(a),
+        both=int((ever_a & ever_b).sum()),
+        only_a=int(only_a.sum()),
+        only_b=int(only_b.sum()),
+        neither=int((~ever_a & ~ever_b).sum()),
+        rate_a=float(rate_a.mean()),
+        rate_b=float(rate_b.mean()),
+        difference=float(rate_a.mean() - rate_b.mean()),
+        ci_low=boot[0],
+        ci_high=boot[1],
+        ci_method=BOOTSTRAP,
+        bootstrap_low=boot[0],
+        bootstrap_high=boot[1],
+        p_value=mcnemar_exact(higher, lower),
+        test=SIGN_TEST,
+        only_a_tasks=_tasks(only_a),
+        only_b_tasks=_tasks(only_b),
+    )
 
 
 def compare(summary: pd.DataFrame, agent_a: str, agent_b: str) -> list[Comparison]:

@@ -143,6 +143,7 @@ def capture(
     limits: Limits,
     diff_path: Path,
     log_path: Path,
+    *,
     image: str,
     labels: dict[str, str],
 ) -> Capture:
@@ -162,7 +163,9 @@ def capture(
     objects, git = "repository", "container"
     while True:
         store = f"{task.repo_dir}/.git/objects" if objects == "repository" else f"{PRISTINE_DIR}/objects"
-        code, record = _capture_once(container, task, limits, diff_path, log_path, store, deadline)
+        code, record = _capture_once(
+            container, task, limits, diff_path, log_path, objects=store, deadline=deadline
+        )
         if code == EXIT_NO_BASE and objects == "repository":
             containers.copy_from_image(
                 container, image, f"{task.repo_dir}/.git/objects", PRISTINE_DIR, labels
@@ -204,6 +207,7 @@ def _capture_once(
     limits: Limits,
     diff_path: Path,
     log_path: Path,
+    *,
     objects: str,
     deadline: float,
 ) -> tuple[int | None, Capture]:
@@ -220,7 +224,9 @@ def _capture_once(
     left = max(1.0, deadline - time.monotonic())
     with diff_path.open("wb") as out, log_path.open("ab") as err:
         err.write(f"kotlin-bench: capture with objects {objects}\n".encode())
-        done = containers.stream(container, argv, out, err, left, limits.max_diff_bytes, workdir="/")
+        done = containers.stream(
+            container, argv, out, err, timeout=left, max_out=limits.max_diff_bytes, workdir="/"
+        )
     if done.overflowed:
         return None, Capture(
             CaptureOutcome.TOO_LARGE, message=f"the diff exceeds {limits.max_diff_bytes} bytes"
@@ -314,7 +320,7 @@ def carries_agent_head() -> bool:
 
 
 def _apply_step(
-    container: Container, task: Task, command: str, patch: Path, log_path: Path, what: str
+    container: Container, task: Task, command: str, patch: Path, log_path: Path, *, what: str
 ) -> containers.StreamResult:
     """handoff.sh `command` REPO BASE <patch copied in> in the verifier container, its output logged."""
     containers.copy_file_in(container, patch, CAP)
@@ -322,7 +328,7 @@ def _apply_step(
     with log_path.open("ab") as log:
         log.write(f"kotlin-bench: {what}\n".encode())
         return containers.stream(
-            container, argv, log, log, APPLY_TIMEOUT, containers.MAX_LOG_BYTES, workdir="/"
+            container, argv, log, log, timeout=APPLY_TIMEOUT, max_out=containers.MAX_LOG_BYTES, workdir="/"
         )
 
 
@@ -330,7 +336,9 @@ def commit_head(container: Container, task: Task, committed: Path, log_path: Pat
     """After `apply_diff`: the agent's committed tree (the diff of its commits) becomes HEAD of the fresh
     verifier container, so that the test patch's paths are restored from it as the published verifier,
     running in the agent's container, restores them from the agent's HEAD."""
-    done = _apply_step(container, task, "commit-head", committed, log_path, "making the agent's commits HEAD")
+    done = _apply_step(
+        container, task, "commit-head", committed, log_path, what="making the agent's commits HEAD"
+    )
     if done.exit_code != 0 or done.timed_out:
         raise containers.ContainerError(
             f"the agent's commits could not be made HEAD in the verifier container (see {log_path.name})"
@@ -342,7 +350,7 @@ def apply_diff(container: Container, task: Task, diff: Path, log_path: Path) -> 
     (also for an empty diff: what the warm-up left there is the agent's to keep); False when git refuses
     it."""
     _prepared(container)
-    done = _apply_step(container, task, "apply-diff", diff, log_path, "applying the agent's diff")
+    done = _apply_step(container, task, "apply-diff", diff, log_path, what="applying the agent's diff")
     if done.exit_code is None or done.timed_out:
         raise containers.ContainerError(f"applying the agent's diff did not finish in {APPLY_TIMEOUT:g} s")
     if done.exit_code == EXIT_SETUP_FAILED:
@@ -385,7 +393,7 @@ def apply_patch(
             paths.append(f"{CAP}/{path.name}")
     argv = _argv("apply-patch", task.repo_dir, task.base_commit, *paths)
     with tempfile.TemporaryFile() as out, log_path.open("ab") as log:
-        done = containers.stream(container, argv, out, log, timeout, 1 * MIB, workdir="/")
+        done = containers.stream(container, argv, out, log, timeout=timeout, max_out=1 * MIB, workdir="/")
         out.seek(0)
         text = out.read().decode("utf-8", errors="replace")
     if done.exit_code == EXIT_SETUP_FAILED or (done.exit_code is None and not done.timed_out):

@@ -74,6 +74,7 @@ def solve_step(
     agent: Agent,
     attempt: int,
     work_dir: Path,
+    *,
     image: ImageRef | None = None,
     limits: handoff.Limits | None = None,
     root: Path | None = None,
@@ -92,19 +93,19 @@ def solve_step(
     with exclusive(work_dir):
         connected, found = _present(image, engine) if kind.needs_image else (None, None)
         ctx = SolveContext(
-            connected,
-            task,
-            agent,
-            attempt,
-            work_dir,
-            found,
-            limits or handoff.Limits(),
-            names.run_key(agent.name, task.id, attempt),
-            root or Path.cwd(),
-            read_files(kind.inputs(agent, task.path), task.path),
-            image.name if image is not None and kind.needs_image else None,
-            egress or EgressPolicy(),
-            facts or Facts(),
+            engine=connected,
+            task=task,
+            agent=agent,
+            attempt=attempt,
+            work_dir=work_dir,
+            image_id=found,
+            limits=limits or handoff.Limits(),
+            key=names.run_key(agent.name, task.id, attempt),
+            root=root or Path.cwd(),
+            read=read_files(kind.inputs(agent, task.path), task.path),
+            image_name=image.name if image is not None and kind.needs_image else None,
+            egress=egress or EgressPolicy(),
+            facts=facts or Facts(),
         )
         return kind.solve(ctx)
 
@@ -119,6 +120,7 @@ def verify_step(
     task: Task,
     work_path: Path,
     verify_dir: Path,
+    *,
     repeat: int = 1,
     image: Callable[[], ImageRef] | None = None,
     options: VerifierOptions | None = None,
@@ -134,15 +136,15 @@ def verify_step(
         connected, found = _present(image() if image else None, engine)
         key = names.verify_key(work.agent, task.id, work.attempt, repeat)
         ctx = VerifyContext(
-            connected,
-            task,
-            work_path.parent,
-            verify_dir,
-            found,
-            key,
-            options or VerifierOptions(),
-            repeat,
-            file_sha256(work_path),
+            engine=connected,
+            task=task,
+            work_dir=work_path.parent,
+            run_dir=verify_dir,
+            image_id=found,
+            key=key,
+            options=options or VerifierOptions(),
+            repeat=repeat,
+            work_sha256=file_sha256(work_path),
         )
         return verify(ctx, work)
 
@@ -163,7 +165,7 @@ def _solve_failed(task: Task, work: WorkRecord, work_path: Path, verify_dir: Pat
 
 
 def record_solve_error(
-    task: Task, agent: Agent, attempt: int, work_dir: Path, error: BaseException, tries: list[str]
+    task: Task, agent: Agent, attempt: int, work_dir: Path, *, error: BaseException, tries: list[str]
 ) -> WorkRecord:
     """A solve step that failed on every try: a work record with status error, so that the run shows as
     an error (step `solve`) and `kotlin-bench errors --delete` can make it rerun."""
@@ -185,7 +187,7 @@ def _key(task_id: str, repository: str, agent: Agent, attempt: int) -> RunKey:
 
 
 def record_verify_error(
-    task: Task, work_path: Path, verify_dir: Path, repeat: int, error: BaseException, tries: list[str]
+    task: Task, work_path: Path, verify_dir: Path, *, repeat: int, error: BaseException, tries: list[str]
 ) -> RunResult:
     """A verify step that failed on every try: an error result of step `verify`; the work is untouched."""
     clear_verification(verify_dir)

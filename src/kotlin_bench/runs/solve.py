@@ -62,7 +62,7 @@ CAPTURE_REASONS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SolveContext:
     """What the solve step of one (task, agent, attempt) works with."""
 
@@ -157,8 +157,8 @@ def solve_in_container(ctx: SolveContext, act: Act, harness_paths: tuple[str, ..
                 ctx.limits,
                 diff,
                 work_dir / names.CAPTURE_LOG,
-                ctx.image_id,
-                labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
+                image=ctx.image_id,
+                labels=labels | workdir_label() | {names.LABEL_RUN: ctx.key, names.LABEL_PHASE: "pristine"},
             )
             outside = outside_changes(changes.result(), task.repo_dir, (*harness_paths, *touched))
     redact(work_dir, passed.values())

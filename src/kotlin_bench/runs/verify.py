@@ -86,7 +86,7 @@ class VerifierOptions:
         return {"KOTLIN_BENCH_TEST_PATCH": self.test_patch.value}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VerifyContext:
     """What the verify step of one run works with."""
 

@@ -187,6 +187,7 @@ def new_entry(
     task_id: str,
     repository: Repository,
     pull: PullRequest,
+    *,
     base_image: str | None,
     test_command: str | None,
     releases: Releases,
@@ -396,7 +397,13 @@ def add_task(options: Options) -> tuple[str, list[str]]:
     source = upstream_source(config, options.config, repository)
     pull = read_pull_request(task_id, repository, number, source, options.issues)
     entry = new_entry(
-        dataset, task_id, repository, pull, options.base_image, options.test_command, options.releases
+        dataset,
+        task_id,
+        repository,
+        pull,
+        base_image=options.base_image,
+        test_command=options.test_command,
+        releases=options.releases,
     ) | task_dates(task_id, repository, pull, source)
     try:
         dataset = put_task(options.spec, entry)

@@ -193,7 +193,7 @@ def from_history(owner: str, name: str, repo: Path, records: Path | None) -> Rep
     for line in heads:
         ref, head = line.split()
         number = int(ref.split("/")[2])
-        out.pulls[number], fork = _pull(out, repo, number, head, merges, branches)
+        out.pulls[number], fork = _pull(out, repo, number, head, merges=merges, branches=branches)
         out.files[number] = _files(repo, fork, head)
         out.commits[number] = _commits(repo, fork, head)
         files = out.files[number]
@@ -223,6 +223,7 @@ def _pull(
     repo: Path,
     number: int,
     head: str,
+    *,
     merges: dict[str, tuple[str, str, str, str]],
     branches: dict[str, str],
 ) -> tuple[dict[str, Any], str]:

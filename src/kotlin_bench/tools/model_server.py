@@ -216,7 +216,7 @@ class ModelServer:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
                 "usage": usage,
             })  # fmt: skip
-        return await self._stream(request, ident, created, model, reply, usage, cut=bool(fault))
+        return await self._stream(request, ident, created, model, reply=reply, usage=usage, cut=bool(fault))
 
     async def _cut(self, request: Any, text: str) -> Any:
         from aiohttp import web
@@ -228,7 +228,7 @@ class ModelServer:
         request.transport.close()
         return response
 
-    async def _stream(self, request: Any, ident: str, created: int, model: str, reply: str,
+    async def _stream(self, request: Any, ident: str, created: int, model: str, *, reply: str,
                       usage: dict[str, Any], cut: bool) -> Any:  # fmt: skip
         from aiohttp import web
 

@@ -54,7 +54,7 @@ from kotlin_bench.dataset.spec import Repository
 RULES_VERSION = 1  # a change of the rules' code: every ledger file is screened again
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Harvest:
     """One repository's harvest of one window: where its ledger and the records it read go."""
 
@@ -121,9 +121,16 @@ class _Screening:
         title = raw.get("title") if isinstance(raw, dict) and isinstance(raw.get("title"), str) else ""
         url = f"{self.harvest.repository.url}/pull/{number}"
         return Screened(
-            self.harvest.repository.name, number, str(Verdict.REJECTED), str(rejection.reason),
-            rejection.detail, title=title, url=url, rules=self.digest, **facts,
-        )  # fmt: skip
+            self.harvest.repository.name,
+            number,
+            str(Verdict.REJECTED),
+            reason=str(rejection.reason),
+            detail=rejection.detail,
+            title=title,
+            url=url,
+            rules=self.digest,
+            **facts,
+        )
 
     def screen(self, listed: PullRecord) -> Screened:
         """The rules, then the history, for one pull request of the window."""
@@ -219,8 +226,17 @@ class _Screening:
             return self._rejected(pull.number, Rejection(Reason.UNSPLITTABLE, str(exc)), raw, **facts)
         facts |= {"fix_files": list(split.fix_files), "test_files": list(split.test_files)}
         url = f"{repository.url}/pull/{pull.number}"
-        return Screened(repository.name, pull.number, str(Verdict.CANDIDATE), None, "", title=pull.title,
-                        url=url, rules=self.digest, **facts)  # fmt: skip
+        return Screened(
+            repository.name,
+            pull.number,
+            str(Verdict.CANDIDATE),
+            reason=None,
+            detail="",
+            title=pull.title,
+            url=url,
+            rules=self.digest,
+            **facts,
+        )
 
 
 def _date(value: Any) -> datetime | None:

@@ -172,6 +172,7 @@ def command(
     harbor_bin: str,
     staged: Path,
     agent: str,
+    *,
     model: str | None,
     jobs_dir: Path,
     kwargs: dict[str, str],
@@ -336,7 +337,15 @@ def run_trial(
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of LiteLLM's remote price list
     if docker_config:
         env["DOCKER_CONFIG"] = docker_config
-    cmd = command(harbor_bin, staged, harbor_agent, model, work / "jobs", kwargs or {}, extra)
+    cmd = command(
+        harbor_bin,
+        staged,
+        harbor_agent,
+        model=model,
+        jobs_dir=work / "jobs",
+        kwargs=kwargs or {},
+        extra_compose=extra,
+    )
     budget = solve_budget_sec(task, verifies_in_trial=True)
     trial_phase = None
     if phase is not None and token is not None:
@@ -480,9 +489,13 @@ def phase_plan(ctx: SolveContext) -> PhasePlan:
     phase = ctx.task.agent
     hosts = (*phase.allowed_hosts, *trial_hosts(ctx.agent)) if phase.network_mode == "allowlist" else ()
     return PhasePlan(
-        ctx.engine, phase.network_mode, tuple(dict.fromkeys(hosts)), ctx.key,
-        ctx.work_dir / names.PROXY_LOG, ctx.recording(),
-    )  # fmt: skip
+        engine=ctx.engine,
+        mode=phase.network_mode,
+        allowed_hosts=tuple(dict.fromkeys(hosts)),
+        key=ctx.key,
+        log_path=ctx.work_dir / names.PROXY_LOG,
+        recording=ctx.recording(),
+    )
 
 
 def _failure(agent: Agent, trial: TrialOutcome, record_path: Path) -> str:

@@ -100,7 +100,7 @@ class Stage(StrEnum):
     UNSEEN = "unseen"  # `harbor run` ended before its container was seen
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PhasePlan:
     """What the trial's agent phase is to be: the task's agent network mode and allowed hosts (with what
     the Harbor agent needs), the run's key, where the proxy's log goes, the egress record's setup."""

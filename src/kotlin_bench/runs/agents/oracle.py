@@ -28,5 +28,7 @@ class Oracle(AgentKind):
         containers.copy_dir_in(container, task.path / "solution", names.CONTAINER_SOLUTION)
         script = f"bash {names.CONTAINER_SOLUTION}/solve.sh"
         return Outcome(
-            containers.run(container, script, task.agent.timeout_sec, log_path, task.repo_dir, env)
+            containers.run(
+                container, script, task.agent.timeout_sec, log_path, workdir=task.repo_dir, env=env
+            )
         )

@@ -73,7 +73,12 @@ class Script(AgentKind):
         with log_path.open("a", encoding="utf-8") as log:
             log.write(f"script: {agent.script}\n")
         result = containers.run(
-            container, f"bash {SCRIPT_DIR}/agent.sh", task.agent.timeout_sec, log_path, task.repo_dir, env
+            container,
+            f"bash {SCRIPT_DIR}/agent.sh",
+            task.agent.timeout_sec,
+            log_path,
+            workdir=task.repo_dir,
+            env=env,
         )
         with log_path.open("a", encoding="utf-8") as log:
             timed_out = " (timed out)" if result.timed_out else ""
