@@ -70,7 +70,7 @@ import tempfile
 import time
 import types
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -323,23 +323,11 @@ class PhaseNetwork:
         network, proxy = self.network, self.proxy
         if network is not None:
             step("detaching the task container", lambda: _detach(self.container, network))
-            if (self._resolv_conf is not None or self._hosts_pinned) and _running(self.container):
-                # (A container the watchdog killed keeps its file; only a running one can be written.)
-                step("unpinning the proxy", self._unpin)
-            if self._jdks and _running(self.container):
-                step(
-                    "restoring the JDKs' net.properties", lambda: jvmproxy.restore(self.container, self._jdks)
-                )
-        trust = self._trust
-        if trust is not None and _running(self.container):
-            step("restoring the container's trust stores", lambda: egress.restore(self.container, trust))
-        if proxy is not None:
-            setup = self.egress
-            if setup is not None:
-                step("saving the egress record", lambda: egress.copy_record(proxy, setup.record_path))
-            if self.log_path is not None:
-                step("saving the proxy log", self._save_log)
-            step("removing the proxy", lambda: proxy.remove(force=True))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # the proxy's record and log saved and the proxy removed while the container's files are restored
+            if proxy is not None:
+                pool.submit(self._remove_proxy, proxy, step)
+            self._restore(step)
         wall = self.fence
         if network is not None and wall is not None:
             step("removing the fence and the network", lambda: close_fenced(self.engine, network, wall))
@@ -347,6 +335,30 @@ class PhaseNetwork:
             step("removing the network", lambda: _remove_network(self.engine, network))
         if problems:
             raise NetworkError("tearing down the allowlist network failed: " + "; ".join(problems))
+
+    def _restore(self, step: Callable[[str, Callable[[], object]], None]) -> None:
+        """Undo what the phase changed in the task container's files: the proxy's pin, the JDKs'
+        net.properties, the trust stores (a container the watchdog killed keeps its files: only a
+        running one can be written)."""
+        pinned = self.network is not None and (self._resolv_conf is not None or self._hosts_pinned)
+        trust = self._trust
+        if not (pinned or self._jdks or trust is not None) or not _running(self.container):
+            return
+        if pinned:
+            step("unpinning the proxy", self._unpin)
+        if self._jdks:
+            step("restoring the JDKs' net.properties", lambda: jvmproxy.restore(self.container, self._jdks))
+        if trust is not None:
+            step("restoring the container's trust stores", lambda: egress.restore(self.container, trust))
+
+    def _remove_proxy(self, proxy: Container, step: Callable[[str, Callable[[], object]], None]) -> None:
+        """Save the proxy's record (a recorded phase) and log, then remove it."""
+        setup = self.egress
+        if setup is not None:
+            step("saving the egress record", lambda: egress.copy_record(proxy, setup.record_path))
+        if self.log_path is not None:
+            step("saving the proxy log", self._save_log)
+        step("removing the proxy", lambda: proxy.remove(force=True))
 
     def _unpin(self) -> None:
         if self._resolv_conf is not None:
@@ -423,15 +435,20 @@ def enter_phase(
 def _enter_allowlist(
     phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
 ) -> None:
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # The JDKs' net.properties are pointed at the proxy meanwhile (a `find /` and a few execs): they
-        # need only the container, and none of the phase's processes starts before this returns.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # The JDKs' net.properties pointed at the proxy and the container's trust in the recording proxy's
+        # CA installed (a `find /` and a few execs each) need only the container, and none of the phase's
+        # processes starts before this returns: they overlap the network, its fence and the proxy's start.
         jdks = pool.submit(jvmproxy.configure, phase.container, PROXY_ALIAS, PROXY_PORT)
+        trust = pool.submit(egress.install, phase.container, phase.egress.ca_dir) if phase.egress else None
         try:
-            _start_proxy(phase, rules, run_key, egress_network, ports)
+            _start_proxy(phase, rules, run_key, egress_network, ports, trust)
         except BaseException:
+            # what they changed, `close` restores (an install that failed restored its own changes)
             with contextlib.suppress(Exception):
-                phase._jdks = jdks.result()  # what it changed, `close` restores
+                phase._jdks = jdks.result()
+            with contextlib.suppress(Exception):
+                phase._trust = trust.result() if trust is not None else None
             raise
         phase._jdks = jdks.result()
     if phase.egress is not None:  # mitmproxy's start-up (a second of imports) overlaps everything above
@@ -440,29 +457,54 @@ def _enter_allowlist(
 
 
 def _start_proxy(
-    phase: PhaseNetwork, rules: str, run_key: str, egress_network: str, ports: list[int]
+    phase: PhaseNetwork,
+    rules: str,
+    run_key: str,
+    egress_network: str,
+    ports: list[int],
+    trust: Future[egress.Trust] | None = None,
 ) -> None:
-    """The per-run network and its proxy, the task container joined to it (its trust in the recording
-    proxy's CA installed while the proxy starts up)."""
+    """The per-run network and its proxy, the task container joined to it; `trust`: the container's trust
+    in the CA, being installed meanwhile. The recording proxy starts first (it listens on every interface)
+    so that its start-up (a second of imports) overlaps the network, its fence and the joins; tinyproxy's
+    configuration needs the network's subnets."""
     engine = phase.engine
-    client = engine.client
     recorded = phase.egress is not None
     image = ensure_proxy_image(engine, recorded)
     container = phase.container
     labels = {names.LABEL_RUN: run_key, **workdir_label()}
     reap_networks(engine, run_key)
+    if phase.egress is not None:
+        # the upstream trust (the container's bundle) follows: mitmproxy reads it at its first connection
+        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, b"")
+        _create_proxy(phase, image, labels, egress_network, files).start()
     phase.network, phase.fence = fenced_network(
         engine, network_name(run_key), {**labels, names.LABEL_ROLE: NETWORK_ROLE}, helper=image
     )
-    subnets, _ = fence.addresses_of(phase.network.attrs)
-    if phase.egress is not None:
-        # the upstream trust (the container's bundle) follows once the proxy runs: mitmproxy reads it at
-        # its first upstream connection, and its start-up (seconds of imports) overlaps the trust's install
-        files = egress.proxy_files(phase.egress, _rules(rules), ports, PROXY_PORT, b"")
+    if phase.proxy is None:
+        subnets, _ = fence.addresses_of(phase.network.attrs)
+        _create_proxy(phase, image, labels, egress_network, _proxy_files(rules, subnets, ports))
+    assert phase.proxy is not None
+    phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
+    if trust is not None:
+        phase._trust = trust.result()
+        egress.put_upstream(phase.proxy, phase._trust.upstream)
     else:
-        files = _proxy_files(rules, subnets, ports)
+        phase.proxy.start()
+        _wait_listening(phase.proxy)
+    if not engine.podman:
+        phase._resolv_conf = _read_file(container, RESOLV_CONF)
+    phase.network.connect(container)
+    _pin_proxy(phase)
+
+
+def _create_proxy(
+    phase: PhaseNetwork, image: str, labels: dict[str, str], egress_network: str, files: bytes
+) -> Container:
+    """The phase's proxy (`phase.proxy`), created on the egress network with its files, not started."""
+    recorded = phase.egress is not None
     memory = RECORDING_PROXY_MEMORY if recorded else PROXY_MEMORY
-    phase.proxy = client.containers.create(
+    phase.proxy = phase.engine.client.containers.create(
         image,
         detach=True,
         labels={**labels, names.LABEL_ROLE: PROXY_ROLE},
@@ -474,20 +516,11 @@ def _start_proxy(
         memswap_limit=memory,
         pids_limit=PROXY_PIDS,
         sysctls=PROXY_SYSCTLS,
-        extra_hosts=engine.extra_hosts() or None,  # config extra_hosts: the stand-ins the phase may reach
+        extra_hosts=phase.engine.extra_hosts()
+        or None,  # config extra_hosts: the stand-ins the phase may reach
     )
-    phase.network.connect(phase.proxy, aliases=[PROXY_ALIAS])
     phase.proxy.put_archive("/", files)
-    phase.proxy.start()
-    if phase.egress is not None:
-        phase._trust = egress.install(container, phase.egress.ca_dir)
-        egress.put_upstream(phase.proxy, phase._trust.upstream)
-    else:
-        _wait_listening(phase.proxy)
-    if not engine.podman:
-        phase._resolv_conf = _read_file(container, RESOLV_CONF)
-    phase.network.connect(container)
-    _pin_proxy(phase)
+    return phase.proxy
 
 
 def _rules(filter_text: str) -> list[str]:
