@@ -442,7 +442,7 @@ def _enter_allowlist(
         jdks = pool.submit(jvmproxy.configure, phase.container, PROXY_ALIAS, PROXY_PORT)
         trust = pool.submit(egress.install, phase.container, phase.egress.ca_dir) if phase.egress else None
         try:
-            _start_proxy(phase, rules, run_key, egress_network, ports, trust)
+            _start_proxy(phase, rules, run_key, egress_network, ports=ports, trust=trust)
         except BaseException:
             # what they changed, `close` restores (an install that failed restored its own changes)
             with contextlib.suppress(Exception):
@@ -461,6 +461,7 @@ def _start_proxy(
     rules: str,
     run_key: str,
     egress_network: str,
+    *,
     ports: list[int],
     trust: Future[egress.Trust] | None = None,
 ) -> None:
