@@ -40,6 +40,7 @@ import yaml
 from bench.common import HARBOR_BIN, REPO, Context, Row, log, task_image
 from kotlin_bench.core import names, retrieval
 from kotlin_bench.dag import smk
+from kotlin_bench.dataset.spec import load_dataset
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine import containers, egress, fence, network
 from kotlin_bench.engine.engine import Engine, connect
@@ -201,7 +202,8 @@ def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
         with contextlib.chdir(ctx.workspace):
             task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
             image = smk.task_image(config, task)
-            policy, facts = smk.configured_egress(config, {}, TASK)
+            policy = egress.EgressPolicy.from_config(config.get("egress"))
+            facts = load_dataset(Path(config["spec"])).task(TASK).retrieval_facts()
             started = time.monotonic()
             try:
                 work = runner.solve_step(

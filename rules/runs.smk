@@ -37,6 +37,10 @@ rule solve:
         capture=config.get("capture", {}),
         # how the agent phase's egress is recorded (kotlin_bench.engine.egress): `block` changes results
         egress=config.get("egress", {}),
+        # the task's facts for the retrieval rule: recorded by Snakemake under `block` only, so an edit
+        # reruns the task's solve steps under `block` and, under `flag`, only the summary, which
+        # classifies the kept records again (kotlin_bench.dag.plan.Plan.solve_retrieval)
+        retrieval=lambda wildcards: PLAN.solve_retrieval(wildcards.task),
     script:
         "../workflow/scripts/solve.py"
 

@@ -12,12 +12,12 @@ before the job fails into its retry.
 from pathlib import Path
 
 from kotlin_bench.core import names
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dag.smk import (
     Tries,
     backoff_after_outage,
     check_disk,
     configured_budget,
-    configured_egress,
     configured_engine,
     logged,
     stop_on_sigterm,
@@ -26,6 +26,7 @@ from kotlin_bench.dag.smk import (
 )
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
+from kotlin_bench.engine.egress import EgressPolicy
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
 from kotlin_bench.runs.handoff import Limits
@@ -57,7 +58,8 @@ with logged(sm.log[0]):
                 image = task_image(sm.config, task) if kind_of(agent).needs_image else None
                 limits = Limits.from_config(sm.params.capture)
                 engine = configured_engine(sm.config)
-                policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
+                policy = EgressPolicy.from_config(sm.params.egress)
+                facts = Facts.from_dict(sm.params.retrieval) if sm.params.retrieval is not None else Facts()
                 work = runner.solve_step(
                     task, agent, attempt, work_dir, image, limits, root, engine, policy, facts
                 )

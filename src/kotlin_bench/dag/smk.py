@@ -13,10 +13,8 @@ from typing import Any
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code, running_package
-from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dataset.task import Task
 from kotlin_bench.engine.disk import CONFIG_KEY, DiskNeeds, DiskSpaceError, Job, check_job
-from kotlin_bench.engine.egress import EgressPolicy
 from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import ImageRef
 from kotlin_bench.engine.registry import Registry
@@ -97,24 +95,6 @@ def configured_engine(config: dict[str, Any]) -> EngineSettings:
     from a rule parameter: which engine runs the containers changes no result, so changing it reruns
     nothing (and neither do the host names the containers resolve)."""
     return EngineSettings.of_config(config)
-
-
-def configured_egress(
-    config: dict[str, Any], egress: dict[str, Any], task_id: str
-) -> tuple[EgressPolicy, Facts]:
-    """The rule's `egress:` (config `egress:`; a change reruns the solve steps: `block` changes results) and
-    the task's facts for the retrieval rule, from the config's dataset spec (none when the spec is not
-    there, e.g. a task dir added by hand)."""
-    from kotlin_bench.dataset.spec import load_dataset  # jsonschema: only the solve jobs read the spec
-
-    policy = EgressPolicy.from_config(egress)
-    spec_path = Path(str(config.get("spec", "")))
-    if not spec_path.is_file():
-        return policy, Facts()
-    try:
-        return policy, load_dataset(spec_path).task(task_id).retrieval_facts()
-    except KeyError:
-        return policy, Facts()
 
 
 def task_image(config: dict[str, Any], task: Task) -> ImageRef:

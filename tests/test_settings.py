@@ -1,0 +1,91 @@
+"""What a change of the config or of a task's retrieval facts reruns (issue 38, item 2), without Docker.
+
+A finished-looking workspace: a copy of the repository whose every output exists and is recorded as made
+by its rule with the parameters of now (`snakemake --touch`). Editing one task's retrieval facts in the
+dataset specification (its repository's artifacts) then plans, under `retrieval: block`, that task's
+solve and verify steps and the tables made from the runs; under `flag`, only the tables: the summary
+classifies the kept egress records again, and no agent runs again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kotlin_bench.core import names
+from kotlin_bench.core.retrieval import Facts
+from kotlin_bench.engine import egress
+from tests.conftest import copy_repo, snakemake
+
+EDITED = "examples_semver-6"  # the one task of examples/semver
+REPORTS = {names.SUMMARY_CSV, names.RATES_CSV, names.SITE_INDEX}
+
+
+def planned(root: Path) -> set[str]:
+    """The files the next invocation would make (`snakemake --summary`: plan other than `no update`)."""
+    done = snakemake(root, "--summary", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]
+    return {cols[0] for cols in lines[1:] if cols[-1] != "no update"}
+
+
+def finished(root: Path, policy: str) -> None:
+    """Every output made (empty files, where missing) and recorded with the parameters of now, under
+    `policy`."""
+    config = root / "config.yaml"
+    lines = [line for line in config.read_text().splitlines() if not line.startswith("egress:")]
+    config.write_text("\n".join([*lines, f"egress: {{record: urls, retrieval: {policy}}}", ""]))
+    for path in planned(root):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).touch()
+    done = snakemake(root, "--touch", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def edit_facts(root: Path, pattern: str) -> None:
+    """One more coordinate pattern of examples/semver, the repository of EDITED alone."""
+    spec = root / "examples" / "dataset.json"
+    data = json.loads(spec.read_text())
+    data["repositories"]["examples/semver"]["artifacts"]["coordinates"].append(
+        {"pattern": pattern, "source": "tests/test_settings.py"}
+    )
+    spec.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def test_editing_retrieval_facts_reruns_what_they_decide(tmp_path: Path) -> None:
+    """Under `flag` only the tables; under `block` the task's runs too (one workspace, finished under
+    each policy in turn: four invocations of Snakemake beside the two that finish it)."""
+    root = copy_repo(tmp_path / "repo")
+    finished(root, "flag")
+    edit_facts(root, "examples:semver-extra")
+    plan = planned(root)
+    assert {p for p in plan if p.startswith(names.runs_root() + "/")} == set(), plan  # no agent again
+    assert plan >= REPORTS and not [p for p in plan if "/images/" in p or "/tasks/" in p], plan
+    finished(root, "block")
+    edit_facts(root, "examples:semver-more")
+    plan = planned(root)
+    runs = {p for p in plan if p.startswith(names.runs_root() + "/")}
+    agents = ("oracle", "nop")
+    assert runs == {names.work_record(a, EDITED, 1) for a in agents} | {
+        names.verify_result(a, EDITED, 1) for a in agents
+    }, plan  # what the proxy refused changes: that task's runs again, and nothing else
+    assert plan >= REPORTS and not [p for p in plan if "/images/" in p or "/tasks/" in p], plan
+
+
+def test_the_summary_classifies_a_kept_record_again_when_the_facts_change(tmp_path: Path) -> None:
+    """`flagged`: the record's own flags while its facts are the task's, else its requests classified
+    again with the facts of now; a request refused under `block` stays flagged."""
+    url = "/maven2/examples/calc/1.1.0/calc-1.1.0.jar"
+    line = {"time": 0, "method": "GET", "scheme": "https", "host": "repo.test", "port": 443, "path": url}
+    record = tmp_path / names.EGRESS_RECORD
+    record.write_text(
+        json.dumps(line | {"status": 200, "bytes": 1, "allowed": True, "blocked": False, "retrieval": None})
+        + "\n"
+    )
+    before = Facts(coordinates=("examples:other",), base_version="1.0.0")
+    after = Facts(coordinates=("examples:calc",), base_version="1.0.0")
+    summary = egress.summarize(egress.read_egress(record), egress.Record.URLS, before)
+    assert summary.retrieval == [] and summary.facts == before.digest()
+    assert egress.flagged(summary, record, before) == []
+    assert egress.flagged(summary, record, after) == [f"https://repo.test{url}"]
+    assert egress.flagged(summary, tmp_path / "gone.jsonl", after) == []  # no record kept: as it says
