@@ -10,12 +10,16 @@ classifies the kept egress records again, and no agent runs again.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.retrieval import Facts
+from kotlin_bench.dag.settings import RETRIEVAL_FACTS, SECTIONS, Effect, Section
 from kotlin_bench.engine import egress
-from tests.conftest import copy_repo, snakemake
+from tests.conftest import REPO, copy_repo, snakemake
 
 EDITED = "examples_semver-6"  # the one task of examples/semver
 REPORTS = {names.SUMMARY_CSV, names.RATES_CSV, names.SITE_INDEX}
@@ -89,3 +93,78 @@ def test_the_summary_classifies_a_kept_record_again_when_the_facts_change(tmp_pa
     assert egress.flagged(summary, record, before) == []
     assert egress.flagged(summary, record, after) == [f"https://repo.test{url}"]
     assert egress.flagged(summary, tmp_path / "gone.jsonl", after) == []  # no record kept: as it says
+
+
+def rule_params(text: str) -> dict[str, dict[str, str]]:
+    """Each rule's (and checkpoint's) parameters in a rules file: {rule: {parameter: its expression}}."""
+    found: dict[str, dict[str, str]] = {}
+    rule, in_params, name = None, False, None
+    for line in text.splitlines():
+        head = re.match(r"(?:rule|checkpoint) (\w+):", line)
+        if head or (line and not line[0].isspace()):
+            rule, in_params = (head.group(1) if head else None), False
+            continue
+        indent = len(line) - len(line.lstrip())
+        if rule is not None and line.strip() == "params:" and indent == 4:
+            in_params, found[rule] = True, {}
+        elif in_params and line.strip() and indent <= 4:
+            in_params = False
+        elif in_params and rule is not None and line.strip() and not line.strip().startswith("#"):
+            param = re.match(r" {8}(\w+)=(.*)", line)
+            if param:
+                name = param.group(1)
+                found[rule][name] = param.group(2)
+            elif name is not None:
+                found[rule][name] += " " + line.strip()
+    return found
+
+
+def all_rule_params(root: Path = REPO) -> dict[str, dict[str, str]]:
+    params: dict[str, dict[str, str]] = {}
+    for path in sorted((root / "rules").glob("*.smk")):
+        params |= rule_params(path.read_text(encoding="utf-8"))
+    return params
+
+
+def reads(expression: str, name: str, section: Section) -> bool:
+    """Whether a parameter's expression reads the section."""
+    own = (f'config["{name}"]', f'config.get("{name}"')
+    return any(form in expression for form in (*own, *section.reads))
+
+
+def problems(params: dict[str, dict[str, str]], schema_keys: list[str]) -> list[str]:
+    """What the rules get wrong against the table (`kotlin_bench.dag.settings`)."""
+    found = [f"{key}: a config section missing from SECTIONS" for key in schema_keys if key not in SECTIONS]
+    found += [f"{key}: in SECTIONS, not in the schema" for key in SECTIONS if key not in schema_keys]
+    for name, section in [*SECTIONS.items(), ("retrieval facts", RETRIEVAL_FACTS)]:
+        for rule, param in section.params.items():
+            expression = params.get(rule, {}).get(param)
+            if expression is None or not reads(expression, name, section):
+                found.append(f"{name}: changes results, but is not parameter `{param}` of rule {rule}")
+        if section.effect is not Effect.RESULTS:
+            for rule, given in params.items():
+                found += [
+                    f"{name}: changes no result, but is parameter `{param}` of rule {rule}"
+                    for param, expression in given.items()
+                    if reads(expression, name, section)
+                ]
+    return found
+
+
+def test_the_rules_take_exactly_the_result_changing_sections_as_parameters() -> None:
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
+    assert problems(all_rule_params(), list(schema["properties"])) == []
+
+
+def test_a_missing_or_needless_parameter_is_found() -> None:
+    params = all_rule_params()
+    keys = list(SECTIONS)
+    del params["solve"]["retrieval"]  # the retrieval facts no longer rerun the solve under `block`
+    params["verify"]["disk"] = 'config.get("disk", {})'  # free space would rerun every verdict
+    params["verify"]["verifier"] = "{}"  # the verifier's options would rerun nothing
+    assert problems(params, [*keys, "newsection"]) == [
+        "newsection: a config section missing from SECTIONS",
+        "verifier: changes results, but is not parameter `verifier` of rule verify",
+        "disk: changes no result, but is parameter `disk` of rule verify",
+        "retrieval facts: changes results, but is not parameter `retrieval` of rule solve",
+    ]
