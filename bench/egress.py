@@ -40,6 +40,7 @@ import yaml
 from bench.common import HARBOR_BIN, REPO, Context, Row, log, task_image
 from kotlin_bench.core import names, retrieval
 from kotlin_bench.dag import smk
+from kotlin_bench.dag.settings import Settings
 from kotlin_bench.dataset.spec import load_dataset
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine import containers, egress, fence, network
@@ -170,7 +171,7 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
             task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
             task = dataclasses.replace(task, agent=dataclasses.replace(task.agent, allowed_hosts=(HOST,)))
             started = time.monotonic()
-            image = smk.task_image(config, task)
+            image = smk.task_image(Settings.of(config), task)
             runner.solve_step(
                 task, Agent("bench-egress", "oracle"), rep + 1, run_dir / names.WORK_DIR, image,
                 handoff.Limits.from_config(config.get("capture", {})), Path.cwd(), None,
@@ -178,7 +179,7 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
             )  # fmt: skip
             result = runner.verify_step(
                 task, run_dir / names.WORK_DIR / names.WORK_FILE, run_dir, 1,
-                functools.partial(smk.task_image, config, task), VerifierOptions.from_config(config.get("verifier", {})),
+                functools.partial(smk.task_image, Settings.of(config), task), VerifierOptions.from_config(config.get("verifier", {})),
             )  # fmt: skip
             seconds = time.monotonic() - started
         ok = result.status == "resolved"
@@ -201,14 +202,14 @@ def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
         work_dir = ctx.tmp / "egress-trials" / variant / f"rep-{rep}" / names.WORK_DIR
         with contextlib.chdir(ctx.workspace):
             task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
-            image = smk.task_image(config, task)
+            image = smk.task_image(Settings.of(config), task)
             policy = egress.EgressPolicy.from_config(config.get("egress"))
             facts = load_dataset(Path(config["spec"])).task(TASK).retrieval_facts()
             started = time.monotonic()
             try:
                 work = runner.solve_step(
                     task, agent, rep + 1, work_dir, image, handoff.Limits.from_config(config.get("capture", {})),
-                    Path.cwd(), smk.configured_engine(config), policy, facts,
+                    Path.cwd(), Settings.of(config).engine, policy, facts,
                 )  # fmt: skip
             except Exception as exc:  # the row says why; the other variant still runs
                 rows.append(Row("egress", "harbor_trial", variant, TASK, rep, "wall_sec", time.monotonic() - started,
@@ -249,7 +250,7 @@ def task_facts() -> retrieval.Facts:
 
 def run(ctx: Context) -> None:
     assert ctx.workspace is not None
-    settings = smk.configured_engine(yaml.safe_load((ctx.workspace / "config.yaml").read_text()))
+    settings = Settings.of(yaml.safe_load((ctx.workspace / "config.yaml").read_text())).engine
     # the section's own server answers to the stand-in's name: without the config's extra_hosts, which
     # would send the proxies to the machine's stand-in instead
     engine = connect(dataclasses.replace(settings, extra_hosts=()))

@@ -194,6 +194,7 @@ def test_terminus_2_retrieving_the_fix_is_refused_under_block(
     if not (HARBOR / "venv/bin/harbor").exists():
         pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
     from kotlin_bench.dag import smk
+    from kotlin_bench.dag.settings import Settings
     from kotlin_bench.dataset.spec import load_dataset
     from kotlin_bench.dataset.task import load_task
     from kotlin_bench.engine.egress import EgressPolicy, Retrieval
@@ -209,8 +210,8 @@ def test_terminus_2_retrieving_the_fix_is_refused_under_block(
         policy = EgressPolicy(retrieval=Retrieval.BLOCK)
         facts = load_dataset(Path(config["spec"])).task(TASK).retrieval_facts()
         work = runner.solve_step(
-            task, agent, 1, tmp_path / "work", smk.task_image(config, task), handoff.Limits(), solved,
-            smk.configured_engine(config), policy, facts,
+            task, agent, 1, tmp_path / "work", smk.task_image(Settings.of(config), task), handoff.Limits(), solved,
+            Settings.of(config).engine, policy, facts,
         )  # fmt: skip
     assert work.trial_verdict is not None and work.trial_verdict.reward == 0.0, work.trial_verdict
     egress = work.work.egress

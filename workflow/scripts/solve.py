@@ -17,8 +17,7 @@ from kotlin_bench.dag.smk import (
     Tries,
     backoff_after_outage,
     check_disk,
-    configured_budget,
-    configured_engine,
+    job_settings,
     logged,
     stop_on_sigterm,
     task_image,
@@ -26,17 +25,16 @@ from kotlin_bench.dag.smk import (
 )
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
-from kotlin_bench.engine.egress import EgressPolicy
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
-from kotlin_bench.runs.handoff import Limits
 from kotlin_bench.runs.model_api import over_budget
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    settings = job_settings(sm)
     agent = Agent.from_params(sm.params.agent)
-    check_disk(sm, Job.RUN, uses_engine=kind_of(agent).needs_image)
+    check_disk(sm, Job.RUN, settings, uses_engine=kind_of(agent).needs_image)
     attempt = int(sm.wildcards.attempt)
     work_dir = Path(sm.output[0]).parent
     try:
@@ -47,25 +45,23 @@ with logged(sm.log[0]):
         print(f"invalid task: {exc}")
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
     else:
-        tries = Tries.of_job(sm)
+        tries = Tries.of_job(sm, settings)
         root = workflow_root(sm)
-        why = over_budget(configured_budget(sm.config, agent.name), agent.name, work_dir.parents[2], work_dir)
+        why = over_budget(settings.agent(agent.name).budget_usd, agent.name, work_dir.parents[2], work_dir)
         if why is not None:  # the agent's budget is spent: the run is listed as not run, never started
             print(why)
             work = runner.record_not_run(task, agent, attempt, work_dir, why)
         else:
             try:
-                image = task_image(sm.config, task) if kind_of(agent).needs_image else None
-                limits = Limits.from_config(sm.params.capture)
-                engine = configured_engine(sm.config)
-                policy = EgressPolicy.from_config(sm.params.egress)
+                image = task_image(settings, task) if kind_of(agent).needs_image else None
                 facts = Facts.from_dict(sm.params.retrieval) if sm.params.retrieval is not None else Facts()
                 work = runner.solve_step(
-                    task, agent, attempt, work_dir, image, limits, root, engine, policy, facts
-                )
+                    task, agent, attempt, work_dir, image, settings.capture, root, settings.engine,
+                    settings.egress, facts,
+                )  # fmt: skip
             except Exception as exc:
                 if not tries.failed(exc):
-                    backoff_after_outage(sm.config, agent.name, exc, tries.number)
+                    backoff_after_outage(settings, agent.name, exc, tries.number)
                     raise
                 work = runner.record_solve_error(task, agent, attempt, work_dir, exc, tries.history())
         if tries.number > 1:  # every run's number of tries reaches the summary (solve_tries)

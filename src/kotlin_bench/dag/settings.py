@@ -7,12 +7,29 @@ job scripts read those from the config (`snakemake.config`). `SECTIONS` says whi
 top-level key of `workflow/schemas/config.schema.yaml`; `tests/test_settings.py` holds rules/*.smk to it.
 `RETRIEVAL_FACTS` is the one result-changing input that is not a config section: a task's facts for the
 retrieval rule, from the dataset specification (`kotlin_bench.dag.plan.Plan.solve_retrieval`).
+
+`Settings` is the config's sections the job scripts use, typed, made by one function (`Settings.of`) from
+the config the workflow validated once (`kotlin_bench.dag.config.settle_config`, which also fills in the
+schema's defaults); each rule script makes it once per job from `snakemake.config`
+(`kotlin_bench.dag.smk.job_settings`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from kotlin_bench.engine.disk import CONFIG_KEY as DISK_KEY
+from kotlin_bench.engine.disk import DiskNeeds
+from kotlin_bench.engine.egress import EgressPolicy
+from kotlin_bench.engine.engine import EngineSettings
+from kotlin_bench.engine.registry import Registry
+from kotlin_bench.runs.handoff import Limits
+from kotlin_bench.runs.verify import VerifierOptions
+
+OUTAGE_BACKOFF_SEC = 60.0  # an agent's `outage_backoff_sec` when its entry does not say
 
 
 class Effect(StrEnum):
@@ -87,3 +104,54 @@ RETRIEVAL_FACTS = Section(
     {"solve": "retrieval", "summary": "retrieval"},
     ("PLAN.solve_retrieval", "PLAN.summary_retrieval"),
 )
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """What an agent's entry says of when its runs start and retry, which changes no result of a run that
+    ran: its budget (`budget_usd`; None: none) and the wait before a try that follows a model outage."""
+
+    budget_usd: float | None = None
+    outage_backoff_sec: float = OUTAGE_BACKOFF_SEC
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The config's sections the job scripts use, typed (see the module's docstring). Those that change
+    results (`capture`, `egress`, `verifier`) are also their rules' parameters (`SECTIONS`); the others are
+    read from here only, so changing them reruns nothing."""
+
+    engine: EngineSettings = field(default_factory=EngineSettings)  # `engine:` and `extra_hosts:`
+    registry: Registry | None = None
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    capture: Limits = field(default_factory=Limits)
+    verifier: VerifierOptions = field(default_factory=VerifierOptions)
+    disk: DiskNeeds = field(default_factory=DiskNeeds)
+    retries: int = 1
+    agents: Mapping[str, AgentLimits] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Settings:
+        """The settings of a validated config (sections not set: their defaults)."""
+        agents = {
+            str(entry["name"]): AgentLimits(
+                float(entry["budget_usd"]) if entry.get("budget_usd") is not None else None,
+                float(entry.get("outage_backoff_sec", OUTAGE_BACKOFF_SEC)),
+            )
+            for entry in config.get("agents") or []
+            if isinstance(entry, Mapping) and "name" in entry
+        }
+        return cls(
+            engine=EngineSettings.of_config(dict(config)),
+            registry=Registry.from_config(config.get("registry")),
+            egress=EgressPolicy.from_config(config.get("egress")),
+            capture=Limits.from_config(config.get("capture")),
+            verifier=VerifierOptions.from_config(config.get("verifier")),
+            disk=DiskNeeds.from_config(config.get(DISK_KEY)),
+            retries=int(config.get("retries", 1)),
+            agents=agents,
+        )
+
+    def agent(self, name: str) -> AgentLimits:
+        """An agent's budget and backoff (the health check's agents, not configured: the defaults)."""
+        return self.agents.get(name, AgentLimits())
