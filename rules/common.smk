@@ -49,7 +49,7 @@ SETTINGS = settings_or_exit(
     Path(workflow.basedir),
     workflow.config_settings.config,
 )
-PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
+PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir), SETTINGS)
 # files made from many others that lack some of them (kotlin_bench.dag.stale; a dry run changes nothing)
 STALE = Staleness(workflow)
 # runs recorded as errors, redone by the next run (kotlin_bench.dag.redo)

@@ -11,7 +11,7 @@ rule solve:
     log:
         names.solve_log("{agent}", "{task}", "{attempt}"),
     priority: USES_IMAGE_PRIORITY
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     # sized from the task (kotlin_bench.dag.resources; README "Running on a cluster")
@@ -53,7 +53,7 @@ rule verify:
     log:
         names.verify_log("{agent}", "{task}", "{attempt}"),
     priority: USES_IMAGE_PRIORITY
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     threads: verify_resource("threads")

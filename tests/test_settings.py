@@ -9,15 +9,17 @@ classifies the kept egress records again, and no agent runs again.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.core.retrieval import Facts
-from kotlin_bench.dag.settings import RETRIEVAL_FACTS, SECTIONS, Effect, Section
+from kotlin_bench.dag.settings import RETRIEVAL_FACTS, SECTIONS, Effect, Section, Settings
 from kotlin_bench.engine import egress
 from tests.conftest import REPO, copy_repo, snakemake
 
@@ -168,3 +170,25 @@ def test_a_missing_or_needless_parameter_is_found() -> None:
         "disk: changes no result, but is parameter `disk` of rule verify",
         "retrieval facts: changes results, but is not parameter `retrieval` of rule solve",
     ]
+
+
+def test_the_config_is_checked_once_and_gets_the_schema_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rules/common.smk checks the config once (`settings_or_exit`, which fills in the schema's defaults as
+    Snakemake's `validate` did), and the plan does not check it again."""
+    from snakemake.utils import validate
+
+    from kotlin_bench.dag import config as dag_config
+
+    common = (REPO / "rules/common.smk").read_text(encoding="utf-8")
+    assert common.count("settings_or_exit(") == 1 and "validate(" not in common, common
+    raw = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    theirs = copy.deepcopy(raw)
+    validate(theirs, str(REPO / dag_config.SCHEMA))
+    checks: list[object] = []
+    check = dag_config.check_config
+    monkeypatch.setattr(dag_config, "check_config", lambda *a, **k: checks.append(a) or check(*a, **k))
+    ours = copy.deepcopy(raw)
+    settings = dag_config.settings_or_exit(ours, [REPO / "config.yaml"], REPO)
+    plan = dag_config.plan_or_exit(ours, [REPO / "config.yaml"], REPO, settings)
+    assert len(checks) == 1 and ours == theirs
+    assert settings == Settings.of(theirs) and plan.egress is settings.egress

@@ -110,8 +110,8 @@ def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
 
 
 def read_schema(path: Path) -> dict[str, Any]:
-    """The config schema, parsed once per process while the file is unchanged (the Snakefile checks the
-    config more than once; libyaml's parser where PyYAML has it: the pure-Python one takes a third of a
+    """The config schema, parsed once per process while the file is unchanged (the CLI and the tests check
+    configs more than once; libyaml's parser where PyYAML has it: the pure-Python one takes a third of a
     second for this file)."""
     stat = path.stat()
     return _parsed_schema(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
@@ -167,9 +167,11 @@ def load_plan(config: dict[str, Any], configfiles: Sequence[Path], root: Path) -
     return _plan(config, configfiles, root)
 
 
-def _plan(config: dict[str, Any], configfiles: Sequence[Path], root: Path) -> Plan:
+def _plan(
+    config: dict[str, Any], configfiles: Sequence[Path], root: Path, settings: Settings | None = None
+) -> Plan:
     try:
-        return Plan.from_config(config, root)
+        return Plan.from_config(config, root, settings.egress if settings else None)
     except ValueError as exc:  # agents, predictions, task ids, base images: the message names the key
         raise ConfigError(f"{source_file([], configfiles)}: {exc}") from None
 
@@ -206,12 +208,14 @@ def settings_or_exit(
         fail(f"{source_file([], _files(configfiles, root))}: {exc}")
 
 
-def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> Plan:
+def plan_or_exit(
+    config: dict[str, Any], configfiles: Sequence[str | Path], root: Path, settings: Settings
+) -> Plan:
     """For rules/common.smk, after `settings_or_exit` checked the config: the plan, or the one-line message
     on stderr and exit status 1 (a mistake the schema cannot see, or results of layout 1 that must be
     migrated first)."""
     try:
-        plan = _plan(config, _files(configfiles, root), root)
+        plan = _plan(config, _files(configfiles, root), root, settings)
         plan.refuse_legacy_results()
     except (ConfigError, LegacyResultsError) as exc:
         fail(str(exc))

@@ -117,7 +117,9 @@ class Plan:
             return value
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
+    def from_config(cls, config: dict[str, Any], root: Path, egress: EgressPolicy | None = None) -> Plan:
+        """The plan of a validated config; `egress`: its `egress:` as the workflow's `Settings` parsed it
+        (else parsed here)."""
         tasks_dir = root / config["tasks_dir"]
         if not tasks_dir.is_dir():
             raise ValueError(f"config tasks_dir: {tasks_dir} is not a directory")
@@ -173,7 +175,7 @@ class Plan:
             Keep((config.get("images") or {}).get("keep", Keep.ALL)),
             {str(k): int(v) for k, v in (config.get("model_apis") or {}).items()},
             {str(a["name"]): str(a["model_api"]) for a in config["agents"] if a.get("model_api")},
-            EgressPolicy.from_config(config.get("egress")),
+            egress or EgressPolicy.from_config(config.get("egress")),
         )
 
     def task_dir(self, task_id: str) -> str:
