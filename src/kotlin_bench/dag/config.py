@@ -25,6 +25,9 @@ from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.core.yamlfile import YamlFileError, read_yaml
 from kotlin_bench.dag.plan import LegacyResultsError, Plan
 from kotlin_bench.dag.settings import Settings
+from kotlin_bench.engine.egress import EgressError
+from kotlin_bench.engine.engine import EngineError
+from kotlin_bench.engine.registry import RegistryError
 from kotlin_bench.runs.agents import kind_hint
 
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
@@ -204,7 +207,7 @@ def settings_or_exit(
         return Settings.of(config)
     except ConfigError as exc:
         fail(str(exc))
-    except ValueError as exc:  # a section's own check (engine, registry, egress): the message names it
+    except (ValueError, EngineError, RegistryError, EgressError) as exc:  # a section's own check: it names it
         fail(f"{source_file([], _files(configfiles, root))}: {exc}")
 
 
