@@ -40,6 +40,8 @@ import yaml
 from bench.common import HARBOR_BIN, REPO, Context, Row, log, task_image
 from kotlin_bench.core import names, retrieval
 from kotlin_bench.dag import smk
+from kotlin_bench.dag.settings import Settings
+from kotlin_bench.dataset.spec import load_dataset
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.engine import containers, egress, fence, network
 from kotlin_bench.engine.engine import Engine, connect
@@ -171,7 +173,7 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
             task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
             task = dataclasses.replace(task, agent=dataclasses.replace(task.agent, allowed_hosts=(HOST,)))
             started = time.monotonic()
-            image = smk.task_image(config, task)
+            image = smk.task_image(Settings.of(config), task)
             runner.solve_step(
                 task,
                 Agent("bench-egress", "oracle"),
@@ -189,7 +191,7 @@ def measure_run(ctx: Context, rep: int) -> list[Row]:
                 run_dir / names.WORK_DIR / names.WORK_FILE,
                 run_dir,
                 repeat=1,
-                image=functools.partial(smk.task_image, config, task),
+                image=functools.partial(smk.task_image, Settings.of(config), task),
                 options=VerifierOptions.from_config(config.get("verifier", {})),
             )
             seconds = time.monotonic() - started
@@ -213,8 +215,9 @@ def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
         work_dir = ctx.tmp / "egress-trials" / variant / f"rep-{rep}" / names.WORK_DIR
         with contextlib.chdir(ctx.workspace):
             task = load_task((ctx.workspace / "examples/tasks" / TASK).resolve())
-            image = smk.task_image(config, task)
-            policy, facts = smk.configured_egress(config, {}, TASK)
+            image = smk.task_image(Settings.of(config), task)
+            policy = egress.EgressPolicy.from_config(config.get("egress"))
+            facts = load_dataset(Path(config["spec"])).task(TASK).retrieval_facts()
             started = time.monotonic()
             try:
                 work = runner.solve_step(
@@ -225,7 +228,7 @@ def measure_trial(ctx: Context, model_url: str, rep: int) -> list[Row]:
                     image=image,
                     limits=handoff.Limits.from_config(config.get("capture", {})),
                     root=Path.cwd(),
-                    engine=smk.configured_engine(config),
+                    engine=Settings.of(config).engine,
                     egress=policy,
                     facts=facts,
                 )
@@ -268,7 +271,7 @@ def task_facts() -> retrieval.Facts:
 
 def run(ctx: Context) -> None:
     assert ctx.workspace is not None
-    settings = smk.configured_engine(yaml.safe_load((ctx.workspace / "config.yaml").read_text()))
+    settings = Settings.of(yaml.safe_load((ctx.workspace / "config.yaml").read_text())).engine
     # the section's own server answers to the stand-in's name: without the config's extra_hosts, which
     # would send the proxies to the machine's stand-in instead
     engine = connect(dataclasses.replace(settings, extra_hosts=()))

@@ -44,6 +44,7 @@ from bench.common import (
 from kotlin_bench.core import names
 from kotlin_bench.core.record import RunResult
 from kotlin_bench.dag import smk
+from kotlin_bench.dag.settings import Settings
 from kotlin_bench.dataset.task import Task, load_task
 from kotlin_bench.runs import handoff, runner
 from kotlin_bench.runs.agents import Agent
@@ -112,8 +113,8 @@ def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) 
     """What the jobs of one run do, in this process: find the image, solve; find the image, verify."""
     work_dir = run_dir / names.WORK_DIR
     limits = handoff.Limits.from_config(config.get("capture", {}))
-    engine = smk.configured_engine(config)
-    image = smk.task_image(config, task)
+    engine = Settings.of(config).engine
+    image = smk.task_image(Settings.of(config), task)
     runner.solve_step(
         task,
         Agent(AGENT, "oracle"),
@@ -126,7 +127,7 @@ def both_steps(task: Task, attempt: int, run_dir: Path, config: dict[str, Any]) 
     )
     options = VerifierOptions.from_config(config.get("verifier", {}))
     # As workflow/scripts/verify.py: the verify step asks for the image only when the work needs a verdict.
-    image_of = functools.partial(smk.task_image, config, task)
+    image_of = functools.partial(smk.task_image, Settings.of(config), task)
     return runner.verify_step(
         task, work_dir / names.WORK_FILE, run_dir, repeat=1, image=image_of, options=options, engine=engine
     )

@@ -22,10 +22,10 @@ except (
 
 own_package_or_exit(Path(workflow.basedir))
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.config import check_or_exit, check_yaml_or_exit, plan_or_exit
+from kotlin_bench.dag.config import check_yaml_or_exit, plan_or_exit, settings_or_exit
 from kotlin_bench.dag.progress import planned, print_headline, start_progress
 from kotlin_bench.dag.redo import ErroredRuns
 from kotlin_bench.dag.resources import USES_IMAGE_PRIORITY
@@ -41,16 +41,15 @@ check_yaml_or_exit(Path(workflow.basedir) / "config.yaml")
 configfile: "config.yaml"
 
 
-# the config checked against workflow/schemas/config.schema.yaml: one short message per mistake
-check_or_exit(
+# the config checked once against workflow/schemas/config.schema.yaml (one short message per mistake), its
+# defaults filled in: the typed settings (kotlin_bench.dag.settings; job scripts make theirs from the config)
+SETTINGS = settings_or_exit(
     config,
     workflow.configfiles,
     Path(workflow.basedir),
     workflow.config_settings.config,
 )
-# fills in the schema's defaults
-validate(config, "../workflow/schemas/config.schema.yaml")
-PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir))
+PLAN = plan_or_exit(config, workflow.configfiles, Path(workflow.basedir), SETTINGS)
 # files made from many others that lack some of them (kotlin_bench.dag.stale; a dry run changes nothing)
 STALE = Staleness(workflow)
 # runs recorded as errors, redone by the next run (kotlin_bench.dag.redo)

@@ -61,7 +61,7 @@ checkpoint harvest_image:
         names.harvest_image("{owner}", "{repo}", "{pr}", "{variant}"),
     log:
         names.log("harvest", "{owner}", "{repo}", "pr-{pr}", "{variant}", "image"),
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     threads: harvest_resource("threads", True)
@@ -90,7 +90,7 @@ rule harvest_phase:
         names.log("harvest", "{owner}", "{repo}", "pr-{pr}", "{variant}", "{phase}"),
     wildcard_constraints:
         phase=PHASE_LABEL,
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     threads: harvest_resource("threads", False)

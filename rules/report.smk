@@ -21,6 +21,9 @@ rule summary:
     params:
         tasks_dir=config["tasks_dir"],
         stale=stale_summary,
+        # every task's facts for the retrieval rule: an edit classifies its runs' kept egress records
+        # again (kotlin_bench.results.summary.flagged), without running them again
+        retrieval=PLAN.summary_retrieval(),
     script:
         "../workflow/scripts/summarize.py"
 

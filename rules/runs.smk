@@ -11,7 +11,7 @@ rule solve:
     log:
         names.solve_log("{agent}", "{task}", "{attempt}"),
     priority: USES_IMAGE_PRIORITY
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     # sized from the task (kotlin_bench.dag.resources; README "Running on a cluster")
@@ -37,6 +37,10 @@ rule solve:
         capture=config.get("capture", {}),
         # how the agent phase's egress is recorded (kotlin_bench.engine.egress): `block` changes results
         egress=config.get("egress", {}),
+        # the task's facts for the retrieval rule: recorded by Snakemake under `block` only, so an edit
+        # reruns the task's solve steps under `block` and, under `flag`, only the summary, which
+        # classifies the kept records again (kotlin_bench.dag.plan.Plan.solve_retrieval)
+        retrieval=lambda wildcards: PLAN.solve_retrieval(wildcards.task),
     script:
         "../workflow/scripts/solve.py"
 
@@ -49,7 +53,7 @@ rule verify:
     log:
         names.verify_log("{agent}", "{task}", "{attempt}"),
     priority: USES_IMAGE_PRIORITY
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     threads: verify_resource("threads")

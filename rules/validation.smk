@@ -13,7 +13,7 @@ rule validation_phase:
     wildcard_constraints:
         phase=PHASE_LABEL,
     priority: USES_IMAGE_PRIORITY
-    retries: config.get("retries", 1)
+    retries: SETTINGS.retries
     conda:
         "../environment.yml"
     # one test command in a container from the task image: sized like a run (kotlin_bench.dag.resources)

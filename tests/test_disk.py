@@ -21,7 +21,7 @@ import yaml
 
 from kotlin_bench.core import names
 from kotlin_bench.dag.config import SCHEMA, ConfigError, check_config
-from kotlin_bench.dag.smk import Tries, check_disk
+from kotlin_bench.dag.smk import Tries, check_disk, job_settings
 from kotlin_bench.engine import disk
 from kotlin_bench.engine.disk import (
     DiskNeeds,
@@ -296,9 +296,9 @@ def test_a_rule_script_is_refused_before_it_starts_anything(tmp_path: Path) -> N
     )
     refusal = rf"for rule solve \(agent=nop, task={TASK}, attempt=1\): the results directory {re.escape(str(tmp_path))} "
     with pytest.raises(DiskSpaceError, match=refusal):
-        check_disk(script, Job.RUN, uses_engine=False)
+        check_disk(script, Job.RUN, job_settings(script), uses_engine=False)
     script.config = {"disk": {"results": 1}}
-    check_disk(script, Job.RUN, uses_engine=False)
+    check_disk(script, Job.RUN, job_settings(script), uses_engine=False)
     assert not (tmp_path / "results").exists()  # the check writes nothing
 
 

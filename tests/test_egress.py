@@ -203,7 +203,7 @@ def test_fetches_of_the_fix_are_flagged_then_refused_and_the_trust_is_undone(
         refused = [r for r in requests if not r.allowed]
         assert [(r.host, r.status) for r in refused] == [("elsewhere.test", 403)]
         assert all(r.bytes > 0 for r in requests if r.allowed and r.status == 200)
-        summary = egress.summarize(requests, egress.Record.URLS)
+        summary = egress.summarize(requests, egress.Record.URLS, FACTS)
         assert (summary.requests, summary.refused, len(summary.retrieval)) == (len(requests), 1, 5)
         # the work record reads the summary back as it was written
         run_key = RunKey(EXAMPLE_TASK, "examples/calc", "a", "script", None, 1)

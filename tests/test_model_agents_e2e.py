@@ -194,7 +194,10 @@ def test_terminus_2_retrieving_the_fix_is_refused_under_block(
     if not (HARBOR / "venv/bin/harbor").exists():
         pytest.skip(f"harbor is not installed at {HARBOR} (scripts/setup_harbor.sh)")
     from kotlin_bench.dag import smk
+    from kotlin_bench.dag.settings import Settings
+    from kotlin_bench.dataset.spec import load_dataset
     from kotlin_bench.dataset.task import load_task
+    from kotlin_bench.engine.egress import EgressPolicy, Retrieval
     from kotlin_bench.runs import handoff, runner
     from kotlin_bench.runs.agents import Agent
 
@@ -204,16 +207,17 @@ def test_terminus_2_retrieving_the_fix_is_refused_under_block(
     agent = Agent.from_entry(agents(model_server.url())[2] | {"name": "retriever-block"})
     with contextlib.chdir(solved):
         task = load_task(solved / "examples/tasks" / TASK)
-        policy, facts = smk.configured_egress(config, {"retrieval": "block"}, TASK)
+        policy = EgressPolicy(retrieval=Retrieval.BLOCK)
+        facts = load_dataset(Path(config["spec"])).task(TASK).retrieval_facts()
         work = runner.solve_step(
             task,
             agent,
             1,
             tmp_path / "work",
-            image=smk.task_image(config, task),
+            image=smk.task_image(Settings.of(config), task),
             limits=handoff.Limits(),
             root=solved,
-            engine=smk.configured_engine(config),
+            engine=Settings.of(config).engine,
             egress=policy,
             facts=facts,
         )

@@ -3,13 +3,14 @@ phase (see kotlin_bench.runs.healthcheck)."""
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import configured_engine, logged, task_image
+from kotlin_bench.dag.smk import job_settings, logged, task_image
 from kotlin_bench.dataset.task import load_task
 from kotlin_bench.runs.network_probe import check_network
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    settings = job_settings(sm)
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    check = check_network(task, task_image(sm.config, task).id, configured_engine(sm.config))
+    check = check_network(task, task_image(settings, task).id, settings.engine)
     check.write(Path(sm.output[0]))
     print(f"{task.id}: allowlisted {check.allowed.text}; github.com {check.blocked.outcome}")

@@ -7,8 +7,7 @@ from pathlib import Path
 from kotlin_bench.dag.smk import (
     Tries,
     check_disk,
-    configured_engine,
-    configured_registry,
+    job_settings,
     logged,
     stop_on_sigterm,
 )
@@ -20,10 +19,11 @@ from kotlin_bench.validation.harvest import ImageRecord
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    check_disk(sm, Job.TASK_IMAGE)
+    settings = job_settings(sm)
+    check_disk(sm, Job.TASK_IMAGE, settings)
     out = Path(sm.output[0])
     task = load_task(Path(sm.params.task_dir), require_materialized=False)
-    tries = Tries.of_job(sm)
+    tries = Tries.of_job(sm, settings)
     record = ImageRecord(task.id, task.base_image, built=False)
     try:
         sentinel = out.with_name("sentinel.json")
@@ -33,8 +33,8 @@ with logged(sm.log[0]):
             log,
             sentinel,
             base_sentinel=Path(sm.input[0]),
-            registry=configured_registry(sm.config),
-            settings=configured_engine(sm.config),
+            registry=settings.registry,
+            settings=settings.engine,
         )
         built = read_sentinel(sentinel)
         record.built, record.image, record.id = True, built.image, built.id

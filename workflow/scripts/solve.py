@@ -12,13 +12,12 @@ before the job fails into its retry.
 from pathlib import Path
 
 from kotlin_bench.core import names
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dag.smk import (
     Tries,
     backoff_after_outage,
     check_disk,
-    configured_budget,
-    configured_egress,
-    configured_engine,
+    job_settings,
     logged,
     stop_on_sigterm,
     task_image,
@@ -28,14 +27,14 @@ from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
 from kotlin_bench.runs import runner
 from kotlin_bench.runs.agents import Agent, kind_of
-from kotlin_bench.runs.handoff import Limits
 from kotlin_bench.runs.model_api import over_budget
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
+    settings = job_settings(sm)
     agent = Agent.from_params(sm.params.agent)
-    check_disk(sm, Job.RUN, uses_engine=kind_of(agent).needs_image)
+    check_disk(sm, Job.RUN, settings, uses_engine=kind_of(agent).needs_image)
     attempt = int(sm.wildcards.attempt)
     work_dir = Path(sm.output[0]).parent
     try:
@@ -46,33 +45,31 @@ with logged(sm.log[0]):
         print(f"invalid task: {exc}")
         runner.record_invalid_task(sm.wildcards.task, agent, attempt, work_dir, exc)
     else:
-        tries = Tries.of_job(sm)
+        tries = Tries.of_job(sm, settings)
         root = workflow_root(sm)
-        why = over_budget(configured_budget(sm.config, agent.name), agent.name, work_dir.parents[2], work_dir)
+        why = over_budget(settings.agent(agent.name).budget_usd, agent.name, work_dir.parents[2], work_dir)
         if why is not None:  # the agent's budget is spent: the run is listed as not run, never started
             print(why)
             work = runner.record_not_run(task, agent, attempt, work_dir, why)
         else:
             try:
-                image = task_image(sm.config, task) if kind_of(agent).needs_image else None
-                limits = Limits.from_config(sm.params.capture)
-                engine = configured_engine(sm.config)
-                policy, facts = configured_egress(sm.config, sm.params.egress, task.id)
+                image = task_image(settings, task) if kind_of(agent).needs_image else None
+                facts = Facts.from_dict(sm.params.retrieval) if sm.params.retrieval is not None else Facts()
                 work = runner.solve_step(
                     task,
                     agent,
                     attempt,
                     work_dir,
                     image=image,
-                    limits=limits,
+                    limits=settings.capture,
                     root=root,
-                    engine=engine,
-                    egress=policy,
+                    engine=settings.engine,
+                    egress=settings.egress,
                     facts=facts,
                 )
             except Exception as exc:
                 if not tries.failed(exc):
-                    backoff_after_outage(sm.config, agent.name, exc, tries.number)
+                    backoff_after_outage(settings, agent.name, exc, tries.number)
                     raise
                 work = runner.record_solve_error(
                     task, agent, attempt, work_dir, error=exc, tries=tries.history()

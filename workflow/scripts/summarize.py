@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dag.smk import logged
 from kotlin_bench.results.provenance import stale_results
 from kotlin_bench.results.summary import STATUSES, summarize, write_table
@@ -13,6 +14,7 @@ with logged(sm.log[0]):
         [Path(p) for p in sm.input.results],
         [Path(p) for p in sm.input.repeats],
         tasks_dir=Path(sm.params.tasks_dir),
+        facts={task: Facts.from_dict(facts) for task, facts in sm.params.retrieval.items()},
     )
     write_table(summary, Path(sm.output[0]))
     counts = summary["status"].value_counts()

@@ -8,7 +8,7 @@ every try, and is never recorded.
 
 from pathlib import Path
 
-from kotlin_bench.dag.smk import Tries, check_disk, configured_engine, logged, stop_on_sigterm, task_image
+from kotlin_bench.dag.smk import Tries, check_disk, job_settings, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
 from kotlin_bench.validation import phase as validation_phase
@@ -16,14 +16,15 @@ from kotlin_bench.validation import phase as validation_phase
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    check_disk(sm, Job.RUN)
+    settings = job_settings(sm)
+    check_disk(sm, Job.RUN, settings)
     label, task_id = sm.wildcards.phase, sm.wildcards.task
     out_dir = Path(sm.output[0]).parent
-    tries = Tries.of_job(sm)
+    tries = Tries.of_job(sm, settings)
     try:
         task = load_task(Path(sm.params.task_dir), require_materialized=False)
-        image = task_image(sm.config, task).id
-        record = validation_phase.run_phase(task, label, out_dir, image, configured_engine(sm.config))
+        image = task_image(settings, task).id
+        record = validation_phase.run_phase(task, label, out_dir, image, settings.engine)
     except Exception as exc:
         if not tries.failed(exc, retryable=not isinstance(exc, TaskError)):
             raise

@@ -11,17 +11,17 @@ from functools import partial
 from pathlib import Path
 
 from kotlin_bench.core import names
-from kotlin_bench.dag.smk import Tries, check_disk, configured_engine, logged, stop_on_sigterm, task_image
+from kotlin_bench.dag.smk import Tries, check_disk, job_settings, logged, stop_on_sigterm, task_image
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.engine.disk import Job
 from kotlin_bench.results.site.build import live_update
 from kotlin_bench.runs import runner
-from kotlin_bench.runs.verify import VerifierOptions
 
 stop_on_sigterm()
 sm = snakemake  # noqa: F821
 with logged(sm.log[0]):
-    check_disk(sm, Job.RUN)
+    settings = job_settings(sm)
+    check_disk(sm, Job.RUN, settings)
     repeat = int(sm.wildcards.get("repeat", 1))
     verify_dir = Path(sm.output[0]).parent
     work_path = Path(sm.input.work)
@@ -31,13 +31,17 @@ with logged(sm.log[0]):
         print(f"invalid task: {exc}")
         result = runner.record_unverifiable(work_path, verify_dir, repeat, exc)
     else:
-        tries = Tries.of_job(sm)
+        tries = Tries.of_job(sm, settings)
         try:
-            options = VerifierOptions.from_config(sm.params.verifier)
-            image = partial(task_image, sm.config, task)
-            engine = configured_engine(sm.config)
+            image = partial(task_image, settings, task)
             result = runner.verify_step(
-                task, work_path, verify_dir, repeat=repeat, image=image, options=options, engine=engine
+                task,
+                work_path,
+                verify_dir,
+                repeat=repeat,
+                image=image,
+                options=settings.verifier,
+                engine=settings.engine,
             )
         except Exception as exc:
             if not tries.failed(exc):

@@ -125,7 +125,7 @@ class EgressSummary:
     """The agent phase's egress record in the work record (kotlin_bench.engine.egress): how it was recorded
     (`urls`: every request; `hosts`: the host-only proxy, no record), its requests, bytes, refused
     requests (hosts not allowed), requests refused as retrieval (`blocked`), and the URLs the retrieval
-    rule flagged (`flags.retrieval` lists the same); and what the phase network's fence refused
+    rule flagged with the facts of `facts` (`flags.retrieval` lists the same); and what the phase network's fence refused
     (`kotlin_bench.engine.fence`): connection attempts around the proxy (`flags.around_proxy`), their
     destinations (`tcp 192.168.0.1:443`), and DNS queries (not flagged: Docker's resolver forwards the
     container's lookups of outside names that way); None (and not written) where no fence could see them
@@ -140,6 +140,10 @@ class EgressSummary:
     around_proxy: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
     around_proxy_to: list[str] | None = field(default=None, metadata=OMITTED_WHEN_NONE)
     dns_refused: int | None = field(default=None, metadata=OMITTED_WHEN_NONE)
+    # the digest of the task's facts its requests were classified with (`Facts.digest`); the summary
+    # classifies the kept record again when the task's facts are no longer these (None: a record made
+    # before the digest was kept, always classified again)
+    facts: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EgressSummary:

@@ -47,10 +47,12 @@ base are not retrieval.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
 from functools import cached_property, cmp_to_key
+from typing import Any
 from urllib.parse import urlsplit
 
 try:
@@ -118,9 +120,23 @@ class Facts:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as JSON reads them back (lists, not tuples): a rule parameter, compared as written."""
+        return json.loads(self.to_json())  # type: ignore[no-any-return]
+
+    def digest(self) -> str:
+        """sha256 of the facts (their canonical JSON), 16 hex digits: which facts a record was classified with."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+
     @classmethod
     def from_json(cls, text: str) -> Facts:
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | Facts) -> Facts:
+        """The facts from `to_dict`'s form (a `Facts` is taken as it is)."""
+        if isinstance(data, Facts):
+            return data
         names = ("coordinates", "plugin_ids", "other_names", "fix_releases")
         return cls(
             **{k: tuple(data.get(k) or ()) for k in names},

@@ -3,8 +3,9 @@
 `check_config` validates the merged config against `workflow/schemas/config.schema.yaml` (jsonschema) and
 turns the first error into one line that names the config file the key came from, the key path, the bad
 value, the allowed keys or values and the closest match (`attemps` -> `attempts`; `kind: claude-code` ->
-`kind: harbor, harbor_agent: claude-code`). `plan_or_exit` is what rules/common.smk calls: the checked
-config's `Plan`, or the message and exit status 1 instead of Snakemake's traceback.
+`kind: harbor, harbor_agent: claude-code`). rules/common.smk calls `settings_or_exit` once per invocation
+(the one check, which also fills in the schema's defaults: the config's typed `Settings`) and then
+`plan_or_exit` (the `Plan`); either gives the message and exit status 1 instead of Snakemake's traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from kotlin_bench.core.render import error_line
 from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.core.yamlfile import YamlFileError, read_yaml
 from kotlin_bench.dag.plan import LegacyResultsError, Plan
+from kotlin_bench.dag.settings import Settings
+from kotlin_bench.engine.egress import EgressError
+from kotlin_bench.engine.engine import EngineError
+from kotlin_bench.engine.registry import RegistryError
 from kotlin_bench.runs.agents import kind_hint
 
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
@@ -108,8 +113,8 @@ def describe(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
 
 
 def read_schema(path: Path) -> dict[str, Any]:
-    """The config schema, parsed once per process while the file is unchanged (the Snakefile checks the
-    config more than once; libyaml's parser where PyYAML has it: the pure-Python one takes a third of a
+    """The config schema, parsed once per process while the file is unchanged (the CLI and the tests check
+    configs more than once; libyaml's parser where PyYAML has it: the pure-Python one takes a third of a
     second for this file)."""
     stat = path.stat()
     return _parsed_schema(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
@@ -121,15 +126,35 @@ def _parsed_schema(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
     return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader)
 
 
+@functools.cache
+def _filling() -> type[jsonschema.protocols.Validator]:
+    """The schema's validator that also fills in the defaults it states (as Snakemake's `validate` does)."""
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties(validator: Any, props: dict[str, Any], instance: Any, schema: dict[str, Any]) -> Any:
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, sub["default"])
+        yield from check_properties(validator, props, instance, schema)
+
+    return jsonschema.validators.extend(base, {"properties": properties})  # type: ignore[no-any-return]
+
+
 def check_config(
     config: dict[str, Any],
     configfiles: Sequence[Path],
     schema_path: Path,
     overrides: dict[str, Any] | None = None,
+    *,
+    fill_defaults: bool = False,
 ) -> None:
     """Raise ConfigError with one line for the first schema violation of `config` (key order); `overrides`
-    are the command line's `--config` values."""
-    validator = jsonschema.Draft202012Validator(read_schema(Path(schema_path)))
+    are the command line's `--config` values. `fill_defaults`: the same one pass also fills the schema's
+    defaults into `config` (the workflow's check, `settings_or_exit`)."""
+    kind = _filling() if fill_defaults else jsonschema.Draft202012Validator
+    validator = kind(read_schema(Path(schema_path)))
     errors = sorted(
         validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
     )
@@ -142,8 +167,14 @@ def check_config(
 def load_plan(config: dict[str, Any], configfiles: Sequence[Path], root: Path) -> Plan:
     """The checked config's plan; ConfigError names the config file for every mistake found in it."""
     check_config(config, configfiles, root / SCHEMA)
+    return _plan(config, configfiles, root)
+
+
+def _plan(
+    config: dict[str, Any], configfiles: Sequence[Path], root: Path, settings: Settings | None = None
+) -> Plan:
     try:
-        return Plan.from_config(config, root)
+        return Plan.from_config(config, root, settings.egress if settings else None)
     except ValueError as exc:  # agents, predictions, task ids, base images: the message names the key
         raise ConfigError(f"{source_file([], configfiles)}: {exc}") from None
 
@@ -162,25 +193,32 @@ def check_yaml_or_exit(path: Path) -> None:
             fail(str(exc))
 
 
-def check_or_exit(
+def settings_or_exit(
     config: dict[str, Any],
     configfiles: Sequence[str | Path],
     root: Path,
     overrides: dict[str, Any] | None = None,
-) -> None:
-    """For rules/common.smk: nothing, or the one-line message on stderr and exit status 1; `overrides`
-    are the command line's `--config` values (a mistake there is blamed on `--config`)."""
+) -> Settings:
+    """For rules/common.smk, the one check of the config in an invocation: its `Settings`, with the schema's
+    defaults filled into `config`; or the one-line message on stderr and exit status 1. `overrides` are
+    the command line's `--config` values (a mistake there is blamed on `--config`)."""
     try:
-        check_config(config, _files(configfiles, root), root / SCHEMA, overrides)
+        check_config(config, _files(configfiles, root), root / SCHEMA, overrides, fill_defaults=True)
+        return Settings.of(config)
     except ConfigError as exc:
         fail(str(exc))
+    except (ValueError, EngineError, RegistryError, EgressError) as exc:  # a section's own check: it names it
+        fail(f"{source_file([], _files(configfiles, root))}: {exc}")
 
 
-def plan_or_exit(config: dict[str, Any], configfiles: Sequence[str | Path], root: Path) -> Plan:
-    """For rules/common.smk: the plan, or the one-line message on stderr and exit status 1 (a config
-    mistake, or results of layout 1 that must be migrated first)."""
+def plan_or_exit(
+    config: dict[str, Any], configfiles: Sequence[str | Path], root: Path, settings: Settings
+) -> Plan:
+    """For rules/common.smk, after `settings_or_exit` checked the config: the plan, or the one-line message
+    on stderr and exit status 1 (a mistake the schema cannot see, or results of layout 1 that must be
+    migrated first)."""
     try:
-        plan = load_plan(config, _files(configfiles, root), root)
+        plan = _plan(config, _files(configfiles, root), root, settings)
         plan.refuse_legacy_results()
     except (ConfigError, LegacyResultsError) as exc:
         fail(str(exc))

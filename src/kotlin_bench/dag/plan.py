@@ -26,6 +26,7 @@ from snakemake.io import ancient
 from kotlin_bench import LEGACY_LAYOUT, RESULTS_LAYOUT
 from kotlin_bench.core import names
 from kotlin_bench.core.record import legacy_runs
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dag.resources import JobResources, Sizing
 from kotlin_bench.dataset import leaderboard
@@ -33,6 +34,7 @@ from kotlin_bench.dataset.dates import DATE_KEYS
 from kotlin_bench.dataset.materialize import MirrorSources
 from kotlin_bench.dataset.predictions import Prediction, load_predictions
 from kotlin_bench.dataset.task import Task, TaskError, discover, load_task
+from kotlin_bench.engine.egress import EgressPolicy, Record, Retrieval
 from kotlin_bench.engine.images import (
     BASE_BUILD_TIMEOUT_SEC,
     BaseRecipe,
@@ -67,6 +69,18 @@ def _spec_entries(spec: Path) -> dict[str, str]:
 
 
 @functools.cache
+def _spec_facts(spec: Path) -> dict[str, Facts]:
+    """Task id -> its facts for the retrieval rule (`TaskSpec.retrieval_facts`), from the specification
+    (read once per process; none when it is not there, e.g. task directories added by hand)."""
+    from kotlin_bench.dataset.spec import load_dataset  # jsonschema: read only when a rule asks
+
+    if not spec.is_file():
+        return {}
+    dataset = load_dataset(spec)
+    return {task.id: task.retrieval_facts() for task in dataset.tasks}
+
+
+@functools.cache
 def _files(directory: Path) -> list[str]:
     """The files under `directory` (cached: input functions ask for the same task once per run job)."""
     return sorted(str(p) for p in directory.rglob("*") if p.is_file())
@@ -90,6 +104,7 @@ class Plan:
     keep: Keep = Keep.ALL  # which images stay (config images.keep)
     model_apis: dict[str, int] = field(default_factory=dict)  # config model_apis: endpoint -> concurrency
     model_api_of: dict[str, str] = field(default_factory=dict)  # agent -> its endpoint (config model_api)
+    egress: EgressPolicy = field(default_factory=EgressPolicy)  # config egress
     # what the per-job functions computed, by (function, task, agent): see the module's docstring
     _memo: dict[tuple[str, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -102,7 +117,9 @@ class Plan:
             return value
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], root: Path) -> Plan:
+    def from_config(cls, config: dict[str, Any], root: Path, egress: EgressPolicy | None = None) -> Plan:
+        """The plan of a validated config; `egress`: its `egress:` as the workflow's `Settings` parsed it
+        (else parsed here)."""
         tasks_dir = root / config["tasks_dir"]
         if not tasks_dir.is_dir():
             raise ValueError(f"config tasks_dir: {tasks_dir} is not a directory")
@@ -158,6 +175,7 @@ class Plan:
             Keep((config.get("images") or {}).get("keep", Keep.ALL)),
             {str(k): int(v) for k, v in (config.get("model_apis") or {}).items()},
             {str(a["name"]): str(a["model_api"]) for a in config["agents"] if a.get("model_api")},
+            egress or EgressPolicy.from_config(config.get("egress")),
         )
 
     def task_dir(self, task_id: str) -> str:
@@ -188,6 +206,34 @@ class Plan:
         """sha256 of the task's predicted patch: a rule parameter, so an edited patch reruns only its runs."""
         found = self.predictions.get(agent, {}).get(task_id)
         return found.digest if found else None
+
+    def retrieval_facts(self, task_id: str) -> Facts:
+        """The task's facts for the retrieval rule, from the specification (no facts when it does not
+        state the task)."""
+        return _spec_facts(self.root / self.spec).get(task_id, Facts())
+
+    def solve_retrieval(self, task_id: str) -> dict[str, Any] | Facts | None:
+        """The solve rule's `retrieval` parameter: the task's facts the recording proxy classifies with.
+        Under `retrieval: block` they decide what the agent is refused, so they are given as plain data
+        (`Facts.to_dict`), which Snakemake records: a change reruns the task's solve steps. Under `flag`
+        they decide nothing the agent sees, only the flags, which the summary classifies again from the
+        kept record when the facts change (`kotlin_bench.results.summary.flagged`): they are given as
+        the `Facts` object, a value Snakemake does not record, so a change reruns no solve step (the
+        record's `egress.facts` says which facts it was classified with). None under `record: hosts`."""
+        if self.egress.record is not Record.URLS:
+            return None
+        facts = self.retrieval_facts(task_id)
+        return facts.to_dict() if self.egress.retrieval is Retrieval.BLOCK else facts
+
+    def summary_retrieval(self) -> dict[str, dict[str, Any]]:
+        """The summary rule's `retrieval` parameter: every selected task's facts (`Facts.to_dict`), by task:
+        a change reclassifies the kept egress records of that task's runs into summary.csv, and reruns
+        what is made from it, and nothing else (under `block` it reruns the task's solve steps too)."""
+        if self.egress.record is not Record.URLS:
+            return {}
+        return self._once(
+            ("summary_retrieval",), lambda: {t: self.retrieval_facts(t).to_dict() for t in sorted(self.tasks)}
+        )
 
     def base(self, repo_key: str, tag: str) -> BaseRecipe:
         image = names.image(repo_key, tag)

@@ -13,13 +13,11 @@ from typing import Any
 from kotlin_bench import HARNESS_VERSION
 from kotlin_bench.core import names
 from kotlin_bench.core.checkout import running_code, running_package
-from kotlin_bench.core.retrieval import Facts
+from kotlin_bench.dag.settings import Settings
 from kotlin_bench.dataset.task import Task
-from kotlin_bench.engine.disk import CONFIG_KEY, DiskNeeds, DiskSpaceError, Job, check_job
-from kotlin_bench.engine.egress import EgressPolicy
+from kotlin_bench.engine.disk import DiskSpaceError, Job, check_job
 from kotlin_bench.engine.engine import EngineSettings, connect, wait_until_up
 from kotlin_bench.engine.images import ImageRef
-from kotlin_bench.engine.registry import Registry
 from kotlin_bench.engine.retention import ensure_task_image
 from kotlin_bench.runs.model_api import ModelOutage, backoff_sec
 
@@ -70,67 +68,19 @@ def workflow_root(script: Any) -> Path:
     return Path(script.scriptdir).parents[1]
 
 
-def configured_retries(config: dict[str, Any]) -> int:
-    """The config's `retries:` (the rules' `retries:` directive reads the same key). Scripts read it from
-    the config, not from a rule parameter: how often a failed job is retried changes no finished result,
-    so changing it must rerun nothing."""
-    return int(config.get("retries", 1))
+def job_settings(script: Any) -> Settings:
+    """The config's settings of a rule script's job (`kotlin_bench.dag.settings.Settings`), made once per job
+    from `snakemake.config`, which the workflow validated (and filled with the schema's defaults)."""
+    return Settings.of(script.config)
 
 
-def configured_budget(config: dict[str, Any], agent: str) -> float | None:
-    """The agent's `budget_usd` (None: no budget). Scripts read it from the config, not from a rule
-    parameter: a budget changes which runs start, not the result of one that ran."""
-    for entry in config.get("agents") or []:
-        if isinstance(entry, dict) and entry.get("name") == agent and entry.get("budget_usd") is not None:
-            return float(entry["budget_usd"])
-    return None
-
-
-def configured_registry(config: dict[str, Any]) -> Registry | None:
-    """The config's `registry:`, or None. Scripts read it from the config, not from a rule parameter: a
-    registry address changes no result, so changing it must rerun nothing."""
-    return Registry.from_config(config.get("registry"))
-
-
-def configured_engine(config: dict[str, Any]) -> EngineSettings:
-    """The config's `engine:` (Docker by default) and `extra_hosts:`. Scripts read them from the config, not
-    from a rule parameter: which engine runs the containers changes no result, so changing it reruns
-    nothing (and neither do the host names the containers resolve)."""
-    return EngineSettings.of_config(config)
-
-
-def configured_egress(
-    config: dict[str, Any], egress: dict[str, Any], task_id: str
-) -> tuple[EgressPolicy, Facts]:
-    """The rule's `egress:` (config `egress:`; a change reruns the solve steps: `block` changes results) and
-    the task's facts for the retrieval rule, from the config's dataset spec (none when the spec is not
-    there, e.g. a task dir added by hand)."""
-    from kotlin_bench.dataset.spec import load_dataset  # jsonschema: only the solve jobs read the spec
-
-    policy = EgressPolicy.from_config(egress)
-    spec_path = Path(str(config.get("spec", "")))
-    if not spec_path.is_file():
-        return policy, Facts()
-    try:
-        return policy, load_dataset(spec_path).task(task_id).retrieval_facts()
-    except KeyError:
-        return policy, Facts()
-
-
-def task_image(config: dict[str, Any], task: Task) -> ImageRef:
+def task_image(settings: Settings, task: Task) -> ImageRef:
     """The task image a job runs (runs, validation phases, network probes) on the configured engine, named
     as its records say (`kotlin_bench.engine.retention.ensure_task_image`): brought back when the engine
     no longer has it (pulled by its recorded digest with `registry:`, else built again). With a registry,
     a tag moved elsewhere is refused."""
     log = Path(names.log("images", "task", task.id)).with_suffix(".rebuild.log")
-    engine = connect(configured_engine(config))
-    return ensure_task_image(engine, task, configured_registry(config), log)
-
-
-def configured_disk(config: dict[str, Any]) -> DiskNeeds:
-    """The config's `disk:` (defaults for keys not set). Scripts read it from the config, not from a rule
-    parameter: how much free space a job asks for changes no result, so changing it must rerun nothing."""
-    return DiskNeeds.from_config(config.get(CONFIG_KEY))
+    return ensure_task_image(connect(settings.engine), task, settings.registry, log)
 
 
 def job_label(script: Any) -> str:
@@ -139,37 +89,21 @@ def job_label(script: Any) -> str:
     return f"rule {script.rule}" + (f" ({wildcards})" if wildcards else "")
 
 
-def check_disk(script: Any, job: Job, uses_engine: bool = True) -> None:
+def check_disk(script: Any, job: Job, settings: Settings, uses_engine: bool = True) -> None:
     """Before a job starts anything: refuse it (`DiskSpaceError`) when the engine's data root or the
     filesystem of a directory it writes (its outputs and its log) has less free space than `disk:` asks
     for. A refusal is never recorded (see `Tries.failed`): the job fails, and once space is freed the next
     invocation runs it. `uses_engine`: the job builds an image or starts a container."""
     writes = [Path(path).parent for path in (*script.output, *script.log)]
-    config = script.config
-    check_job(
-        job_label(script),
-        job,
-        configured_disk(config),
-        writes,
-        uses_engine=uses_engine,
-        engine=configured_engine(config),
-    )
+    check_job(job_label(script), job, settings.disk, writes, uses_engine=uses_engine, engine=settings.engine)
 
 
-def backoff_after_outage(config: dict[str, Any], agent: str, exc: BaseException, try_number: int) -> None:
+def backoff_after_outage(settings: Settings, agent: str, exc: BaseException, try_number: int) -> None:
     """Before a try that follows a model outage (`ModelOutage`): wait the agent's `outage_backoff_sec`
     (config; 60 s by default), doubled on each further try, so that a provider's rate limit has time to
     lift. Read from the config, not a rule parameter: how long a retry waits changes no result."""
     if isinstance(exc, ModelOutage):
-        base = next(
-            (
-                float(a.get("outage_backoff_sec", 60))
-                for a in config.get("agents") or []
-                if a.get("name") == agent
-            ),
-            60.0,
-        )
-        wait = backoff_sec(base, try_number)
+        wait = backoff_sec(settings.agent(agent).outage_backoff_sec, try_number)
         print(f"kotlin-bench: the model API failed; the next try starts in {wait:.0f}s", flush=True)
         time.sleep(wait)
 
@@ -188,12 +122,11 @@ class Tries:
             self.path.unlink(missing_ok=True)
 
     @classmethod
-    def of_job(cls, script: Any) -> Tries:
+    def of_job(cls, script: Any, settings: Settings) -> Tries:
         """The tries of a rule script's job, beside its log (`resources.tries` is the try number,
         `retries:` the config's)."""
-        config = script.config
         path = Path(names.tries_log(str(script.log[0])))
-        return cls(path, int(script.resources.tries), configured_retries(config), configured_engine(config))
+        return cls(path, int(script.resources.tries), settings.retries, settings.engine)
 
     def failed(self, exc: BaseException, retryable: bool = True) -> bool:
         """Record this try's failure; True when it is the last (the caller records an error), False when

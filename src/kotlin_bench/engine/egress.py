@@ -167,8 +167,8 @@ def read_egress(path: Path) -> list[EgressRequest]:
     return requests
 
 
-def summarize(requests: Sequence[EgressRequest], record: Record) -> EgressSummary:
-    """The work record's view of a phase's record."""
+def summarize(requests: Sequence[EgressRequest], record: Record, facts: retrieval.Facts) -> EgressSummary:
+    """The work record's view of a phase's record, whose requests the proxy classified with `facts`."""
     return EgressSummary(
         record=str(record),
         requests=len(requests),
@@ -176,7 +176,23 @@ def summarize(requests: Sequence[EgressRequest], record: Record) -> EgressSummar
         refused=sum(1 for r in requests if not r.allowed),
         blocked=sum(1 for r in requests if r.blocked),
         retrieval=[r.url for r in requests if r.retrieval],
+        facts=facts.digest(),
     )
+
+
+def flagged(summary: EgressSummary, record_path: Path, facts: retrieval.Facts) -> list[str]:
+    """The URLs the retrieval rule flags in a phase's record with the task's `facts` as they are now: the
+    summary's own list when it was classified with these facts, else the kept record (`record_path`,
+    `egress.jsonl`) classified again; a request refused as retrieval stays flagged (under `block` a
+    change of facts reruns the solve step, so its refusals always follow the facts). Under `flag` this is
+    how an edit of the facts reaches summary.csv without running the agent again."""
+    if summary.facts == facts.digest() or not record_path.is_file():
+        return list(summary.retrieval)
+    return [
+        r.url
+        for r in read_egress(record_path)
+        if r.blocked or retrieval.classify_request(r.host, r.path, facts).retrieval
+    ]
 
 
 # --- the workspace's CA ---------------------------------------------------------------------------

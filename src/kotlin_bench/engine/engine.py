@@ -15,7 +15,7 @@ or Docker, rootless or not, whether the kernel enforces memory, CPU and process 
 containers), asked once per process and address: later calls only ping it (Podman answers `/version`
 and `/info` in about a second, and a job connects several times). Nothing else reads `DOCKER_HOST` or
 opens a socket. Scripts read `engine:` from the config
-(`kotlin_bench.dag.smk.configured_engine`), not from a rule parameter: which engine runs the containers
+(`kotlin_bench.dag.settings.Settings`), not from a rule parameter: which engine runs the containers
 changes no result, so changing it reruns nothing.
 """
 

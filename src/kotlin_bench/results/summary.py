@@ -9,16 +9,18 @@ resolved has the `reason` the run was classified with when it was scored (a word
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
+from kotlin_bench.core import names
 from kotlin_bench.core.fsutil import atomic_path
 from kotlin_bench.core.record import RunResult, Status
 from kotlin_bench.core.record_parts import Flag, VerifierReport
+from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.dataset.task import TaskError, load_task
 from kotlin_bench.scoring.expected import CATEGORIES
 
@@ -101,9 +103,12 @@ def repeat_columns(result: RunResult, repeats: Sequence[RunResult]) -> dict[str,
     }
 
 
-def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[str, Any]:
+def summary_row(
+    result: RunResult, repeats: Sequence[RunResult] = (), retrieval: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Flatten one run record (its verdict, repeat 1) and its repeated verifications into a summary row:
-    a function of those result.json files alone."""
+    a function of those result.json files alone, but for `retrieval`, the URLs the retrieval rule flags
+    with the task's facts as they are now (`flagged`; None: as the record says)."""
     timings = result.timings
     usage = result.work.usage
     record = result.to_dict()
@@ -124,11 +129,11 @@ def summary_row(result: RunResult, repeats: Sequence[RunResult] = ()) -> dict[st
         verdicts_disagree=bool(result.flags.get(Flag.VERDICTS)) if result.fresh_verdict else None,
     )
     row.update(repeat_columns(result, repeats))
-    row.update(egress_columns(result))
+    row.update(egress_columns(result, retrieval))
     return row
 
 
-def egress_columns(result: RunResult) -> dict[str, Any]:
+def egress_columns(result: RunResult, retrieval: Sequence[str] | None = None) -> dict[str, Any]:
     """The agent phase's egress record (`kotlin_bench.engine.egress`): whether the run is flagged (a
     request flagged as retrieval, or a connection attempt around the proxy), its requests, bytes and
     refused requests, empty where nothing was recorded (no allowlist proxy, or `egress: {record:
@@ -139,7 +144,10 @@ def egress_columns(result: RunResult) -> dict[str, Any]:
     if egress is None or not egress.recorded_urls():
         return dict.fromkeys(("retrieval", "egress_requests", "egress_bytes", "egress_refused")) | around
     return {
-        "retrieval": bool(result.flags.get(Flag.RETRIEVAL) or result.flags.get(Flag.AROUND_PROXY)),
+        "retrieval": bool(
+            (result.flags.get(Flag.RETRIEVAL) if retrieval is None else retrieval)
+            or result.flags.get(Flag.AROUND_PROXY)
+        ),
         "egress_requests": egress.requests,
         "egress_bytes": egress.bytes,
         "egress_refused": egress.refused,
@@ -177,20 +185,43 @@ def merge_dates(tasks_dir: Path, task_ids: Iterable[str]) -> dict[str, str | Non
     return dates
 
 
+def flagged(result: RunResult, result_path: Path, facts: Mapping[str, Facts]) -> list[str] | None:
+    """The URLs of a run's egress record the retrieval rule flags with its task's facts as they are now
+    (`facts`: the summary rule's parameter, by task), classified again from the record kept in the run's
+    work directory when the facts changed since (`kotlin_bench.engine.egress.flagged`); None where no
+    URL was recorded or the task's facts are not given."""
+    egress = result.work.egress
+    if egress is None or not egress.recorded_urls() or result.task not in facts:
+        return None
+    from kotlin_bench.engine.egress import flagged as flagged_now
+
+    record = result_path.parent / names.WORK_DIR / names.EGRESS_RECORD
+    return flagged_now(egress, record, facts[result.task])
+
+
 def summarize(
-    result_paths: Iterable[Path], repeat_paths: Iterable[Path] = (), *, tasks_dir: Path | None = None
+    result_paths: Iterable[Path],
+    repeat_paths: Iterable[Path] = (),
+    *,
+    tasks_dir: Path | None = None,
+    facts: Mapping[str, Facts] | None = None,
 ) -> pd.DataFrame:
     """One row per run (its verdict, repeat 1), with what its repeated verifications say, typed by
     SUMMARY_SCHEMA, sorted by agent, task, attempt; `merged_at` from the task directories under
-    `tasks_dir` (empty without it)."""
+    `tasks_dir` (empty without it); `retrieval` by the tasks' `facts` as they are now (`flagged`;
+    without them, as the records say)."""
     import pandas as pd
 
     repeats: dict[tuple[str, str, int], list[RunResult]] = {}
     for path in repeat_paths:
         result = RunResult.read(Path(path))
         repeats.setdefault((result.agent, result.task, result.attempt), []).append(result)
-    verdicts = [RunResult.read(Path(p)) for p in result_paths]
-    rows = [summary_row(r, repeats.get((r.agent, r.task, r.attempt), ())) for r in verdicts]
+    paths = [Path(p) for p in result_paths]
+    verdicts = [RunResult.read(p) for p in paths]
+    rows = [
+        summary_row(r, repeats.get((r.agent, r.task, r.attempt), ()), flagged(r, p, facts or {}))
+        for r, p in zip(verdicts, paths, strict=True)
+    ]
     if tasks_dir is not None:
         dates = merge_dates(tasks_dir, (r.task for r in verdicts))
         for row in rows:

@@ -205,7 +205,9 @@ def record_egress(
     recording proxy's record (`recorded`), or that a host-only proxy ran (`proxied`), what the fence
     refused, and the flags they raise (retrieval, around the proxy)."""
     if recorded:
-        work.egress = egress.summarize(egress.read_egress(recording.record_path), recording.policy.record)
+        work.egress = egress.summarize(
+            egress.read_egress(recording.record_path), recording.policy.record, recording.facts
+        )
     elif proxied:
         work.egress = EgressSummary(str(egress.Record.HOSTS))
     if work.egress is None:
