@@ -121,7 +121,7 @@ def test_plots_script(tmp_path: Path) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
     log = [str(out / "logs/x.log")]
-    run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(s=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=log)  # fmt: skip
+    run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(s=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks"), retrieval={}), log=log)  # fmt: skip
     reproduce = {"references": {"agent": "nop"}, "tolerance": 0.05}
     aggregate = aggregate_outputs(out, ["agent"])
     params = type("Params", (), {"reproduce": reproduce, "cutoffs": {"agent": "2025-07-31"}})()

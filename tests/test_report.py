@@ -51,7 +51,7 @@ def test_markdown_table_escapes() -> None:
 def test_summary_and_aggregate_scripts(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     paths = write_results(tmp_path, mixed_results())
     out = tmp_path / "results"
-    run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks")), log=[str(out / "logs/summary.log")])  # fmt: skip
+    run_script("summarize.py", input=Files(results=[str(p) for p in paths], repeats=[]), output=Files(summary=str(out / "summary.csv")), params=SimpleNamespace(tasks_dir=str(tmp_path / "tasks"), retrieval={}), log=[str(out / "logs/summary.log")])  # fmt: skip
     reproduce = {"references": {"oracle": "oracle"}, "tolerance": 0.05}
     outputs = aggregate_outputs(out, ["oracle"])
     run_script(
