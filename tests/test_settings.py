@@ -2,7 +2,7 @@
 
 A finished-looking workspace: a copy of the repository whose every output exists and is recorded as made
 by its rule with the parameters of now (`snakemake --touch`). Editing one task's retrieval facts in the
-dataset specification (its repository's artifacts) then plans, under `retrieval: block`, that task's
+dataset specification (its repository's artifacts, its entry's releases of the fix) then plans, under `retrieval: block`, that task's
 solve and verify steps and the tables made from the runs; under `flag`, only the tables: the summary
 classifies the kept egress records again, and no agent runs again.
 """
@@ -48,12 +48,17 @@ def finished(root: Path, policy: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def edit_facts(root: Path, pattern: str) -> None:
-    """One more coordinate pattern of examples/semver, the repository of EDITED alone."""
+def edit_facts(root: Path, pattern: str, release: str) -> None:
+    """One more coordinate pattern of examples/semver, the repository of EDITED alone, and one more release
+    of the fix in EDITED's own entry."""
     spec = root / "examples" / "dataset.json"
     data = json.loads(spec.read_text())
     data["repositories"]["examples/semver"]["artifacts"]["coordinates"].append(
         {"pattern": pattern, "source": "tests/test_settings.py"}
+    )
+    [entry] = [t for t in data["tasks"] if t["id"] == EDITED]
+    entry.setdefault("fix_also_released_in", []).append(
+        {"version": release, "source": "tests/test_settings.py"}
     )
     spec.write_text(json.dumps(data, indent=2) + "\n")
 
@@ -67,16 +72,16 @@ def test_editing_retrieval_facts_reruns_what_they_decide(tmp_path: Path) -> None
     runs = {names.work_record(a, EDITED, 1) for a in agents} | {
         names.verify_result(a, EDITED, 1) for a in agents
     }
-    for policy, pattern, rerun in (
-        ("flag", "examples:semver-extra", set()),
-        ("block", "examples:semver-more", runs),
+    for policy, pattern, release, rerun in (
+        ("flag", "examples:semver-extra", "1.0.9", set()),
+        ("block", "examples:semver-more", "1.0.8", runs),
     ):
         finished(root, policy)
         before = planned(root)
         if before:
             print(f"planned before the edit under {policy}: {sorted(before)}")
             print(snakemake(root, "-n", "-r", timeout=600).stdout[-5000:])
-        edit_facts(root, pattern)
+        edit_facts(root, pattern, release)
         added = planned(root) - before
         assert {p for p in added if p.startswith(names.runs_root() + "/")} == rerun - before, (policy, added)
         assert added >= REPORTS - before, (policy, added)

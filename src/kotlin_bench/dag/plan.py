@@ -30,6 +30,7 @@ from kotlin_bench.core.retrieval import Facts
 from kotlin_bench.core.suggest import did_you_mean
 from kotlin_bench.dag.resources import JobResources, Sizing
 from kotlin_bench.dataset import leaderboard
+from kotlin_bench.dataset.artifacts import ENTRY_FACT_KEYS
 from kotlin_bench.dataset.dates import DATE_KEYS
 from kotlin_bench.dataset.materialize import MirrorSources
 from kotlin_bench.dataset.predictions import Prediction, load_predictions
@@ -59,9 +60,10 @@ def _spec_entries(spec: Path) -> dict[str, str]:
         tasks = json.loads(spec.read_text(encoding="utf-8")).get("tasks") or []
     except (OSError, ValueError):
         return {}
-    return {  # without the dates: materialization does not read them (dating a task redoes nothing)
+    unread = {*DATE_KEYS, *ENTRY_FACT_KEYS}
+    return {  # without the dates and the retrieval facts: materialization reads neither (editing them redoes none)
         str(entry.get("id")): hashlib.sha256(
-            json.dumps({k: v for k, v in entry.items() if k not in DATE_KEYS}, sort_keys=True).encode()
+            json.dumps({k: v for k, v in entry.items() if k not in unread}, sort_keys=True).encode()
         ).hexdigest()
         for entry in tasks
         if isinstance(entry, dict)

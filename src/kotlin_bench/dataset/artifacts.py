@@ -45,6 +45,11 @@ from typing import Any
 from kotlin_bench.core import retrieval, versions
 from kotlin_bench.core.retrieval import coordinate_matches
 
+# A task entry's own facts for the retrieval rule (`spec.TaskSpec.retrieval_facts`; its repository's are in
+# `artifacts`): materialization reads none of them, so its rule parameter leaves them out
+# (`kotlin_bench.dag.plan`) and editing them reruns only what the retrieval rule decides.
+ENTRY_FACT_KEYS = ("base_version", "fix_release", "fix_also_released_in", "base_build")
+
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _GROUP = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"
 PATTERN = re.compile(rf"(?P<group>{_GROUP})(?::(?P<artifact>{_NAME})?(?P<star>\*)?)?")
